@@ -1,0 +1,149 @@
+-- Every tenant-owned table leads its primary key with tenant_id, and nothing references
+-- another tenant's row: a tenant can live on its own shard (docs/tenancy.md).
+-- Times are Unix seconds. Secrets are stored as SHA-256 hashes (BYTEA), passwords as Argon2id PHC strings.
+
+CREATE TABLE tenants (
+    tenant_id   TEXT    NOT NULL PRIMARY KEY,
+    name        TEXT    NOT NULL,
+    created_at  BIGINT  NOT NULL
+);
+
+CREATE TABLE clients (
+    tenant_id      TEXT    NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
+    client_id      TEXT    NOT NULL,
+    name           TEXT    NOT NULL,
+    client_type    TEXT    NOT NULL CHECK (client_type IN ('public', 'confidential')),
+    secret_hash    BYTEA,
+    redirect_uris  TEXT    NOT NULL, -- JSON array of exact URIs
+    scopes         TEXT    NOT NULL, -- space-delimited allowed scopes
+    created_at     BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, client_id),
+    CHECK ((client_type = 'confidential') = (secret_hash IS NOT NULL))
+);
+
+CREATE TABLE users (
+    tenant_id      TEXT    NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
+    user_id        TEXT    NOT NULL, -- the OpenID `sub`
+    username       TEXT    NOT NULL,
+    password_hash  TEXT    NOT NULL,
+    name           TEXT    NOT NULL,
+    email          TEXT    NOT NULL,
+    created_at     BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, user_id),
+    CONSTRAINT users_username_key UNIQUE (tenant_id, username)
+);
+
+CREATE TABLE organizations (
+    tenant_id          TEXT    NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
+    organization_guid  TEXT    NOT NULL,
+    name               TEXT    NOT NULL,
+    created_at         BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, organization_guid)
+);
+
+CREATE TABLE memberships (
+    tenant_id          TEXT    NOT NULL,
+    user_id            TEXT    NOT NULL,
+    organization_guid  TEXT    NOT NULL,
+    created_at         BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, organization_guid),
+    FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE,
+    FOREIGN KEY (tenant_id, organization_guid)
+        REFERENCES organizations (tenant_id, organization_guid) ON DELETE CASCADE
+);
+
+-- A pending authorization request, between GET /oauth/authorize and the consent POST.
+CREATE TABLE authorization_requests (
+    tenant_id       TEXT    NOT NULL,
+    request_hash    BYTEA    NOT NULL,
+    client_id       TEXT    NOT NULL,
+    redirect_uri    TEXT    NOT NULL,
+    scope           TEXT    NOT NULL,
+    state           TEXT    NOT NULL,
+    nonce           TEXT,
+    code_challenge  TEXT    NOT NULL,
+    prompt          TEXT,
+    max_age         BIGINT,
+    login_hint      TEXT,
+    session_hash    BYTEA, -- the browser session the consent is bound to, once signed in
+    csrf_hash       BYTEA,
+    created_at      BIGINT  NOT NULL,
+    expires_at      BIGINT  NOT NULL,
+    consumed_at     BIGINT,
+    PRIMARY KEY (tenant_id, request_hash),
+    FOREIGN KEY (tenant_id, client_id) REFERENCES clients (tenant_id, client_id) ON DELETE CASCADE
+);
+CREATE INDEX authorization_requests_expiry ON authorization_requests (tenant_id, expires_at);
+
+-- The server-side record behind a signed-in browser's cookie.
+CREATE TABLE browser_sessions (
+    tenant_id     TEXT    NOT NULL,
+    session_hash  BYTEA    NOT NULL,
+    user_id       TEXT    NOT NULL,
+    auth_time     BIGINT  NOT NULL,
+    created_at    BIGINT  NOT NULL,
+    expires_at    BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, session_hash),
+    FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE
+);
+CREATE INDEX browser_sessions_expiry ON browser_sessions (tenant_id, expires_at);
+
+-- A chain of rotating refresh tokens issued from one authorization code.
+CREATE TABLE refresh_token_families (
+    tenant_id          TEXT    NOT NULL,
+    family_id          TEXT    NOT NULL,
+    client_id          TEXT    NOT NULL,
+    user_id            TEXT    NOT NULL,
+    organization_guid  TEXT    NOT NULL,
+    scope              TEXT    NOT NULL,
+    auth_time          BIGINT  NOT NULL,
+    created_at         BIGINT  NOT NULL,
+    revoked_at         BIGINT,
+    revoked_reason     TEXT,
+    PRIMARY KEY (tenant_id, family_id),
+    FOREIGN KEY (tenant_id, client_id) REFERENCES clients (tenant_id, client_id) ON DELETE CASCADE,
+    FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE
+);
+
+CREATE TABLE refresh_tokens (
+    tenant_id    TEXT    NOT NULL,
+    token_hash   BYTEA    NOT NULL,
+    family_id    TEXT    NOT NULL,
+    created_at   BIGINT  NOT NULL,
+    expires_at   BIGINT  NOT NULL,
+    consumed_at  BIGINT,
+    PRIMARY KEY (tenant_id, token_hash),
+    FOREIGN KEY (tenant_id, family_id)
+        REFERENCES refresh_token_families (tenant_id, family_id) ON DELETE CASCADE
+);
+CREATE INDEX refresh_tokens_family ON refresh_tokens (tenant_id, family_id);
+
+CREATE TABLE authorization_codes (
+    tenant_id          TEXT    NOT NULL,
+    code_hash          BYTEA    NOT NULL,
+    client_id          TEXT    NOT NULL,
+    redirect_uri       TEXT    NOT NULL,
+    user_id            TEXT    NOT NULL,
+    organization_guid  TEXT    NOT NULL,
+    scope              TEXT    NOT NULL,
+    nonce              TEXT,
+    code_challenge     TEXT    NOT NULL,
+    auth_time          BIGINT  NOT NULL,
+    created_at         BIGINT  NOT NULL,
+    expires_at         BIGINT  NOT NULL,
+    redeemed_at        BIGINT,
+    family_id          TEXT, -- what the redemption issued, revoked if the code is replayed
+    PRIMARY KEY (tenant_id, code_hash),
+    FOREIGN KEY (tenant_id, client_id) REFERENCES clients (tenant_id, client_id) ON DELETE CASCADE,
+    FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE
+);
+CREATE INDEX authorization_codes_expiry ON authorization_codes (tenant_id, expires_at);
+
+-- The issuer is global, so signing keys are the one table without a tenant.
+CREATE TABLE signing_keys (
+    kid          TEXT    NOT NULL PRIMARY KEY,
+    algorithm    TEXT    NOT NULL CHECK (algorithm = 'RS256'),
+    private_key  BYTEA    NOT NULL, -- PKCS#8 DER
+    created_at   BIGINT  NOT NULL,
+    retired_at   BIGINT
+);

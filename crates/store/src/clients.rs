@@ -1,0 +1,137 @@
+//! OAuth clients of a tenant: their type, secret hash, redirect URIs and allowed scopes.
+
+use crate::error::{Entity, StoreError};
+use crate::tenant::TenantStore;
+use crate::UnixTime;
+
+/// RFC 6749 §2.1 client types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientType {
+    Public,
+    Confidential,
+}
+
+impl ClientType {
+    fn as_str(self) -> &'static str {
+        match self {
+            ClientType::Public => "public",
+            ClientType::Confidential => "confidential",
+        }
+    }
+
+    fn parse(value: &str) -> Result<ClientType, StoreError> {
+        match value {
+            "public" => Ok(ClientType::Public),
+            "confidential" => Ok(ClientType::Confidential),
+            _ => Err(StoreError::Corrupt("client type")),
+        }
+    }
+}
+
+/// A client as the authorization and token endpoints need it, read in one query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Client {
+    pub client_id: String,
+    pub name: String,
+    pub client_type: ClientType,
+    /// SHA-256 of the secret; `Some` exactly for confidential clients.
+    pub secret_hash: Option<Vec<u8>>,
+    pub redirect_uris: Vec<String>,
+    pub scopes: Vec<String>,
+    pub created_at: UnixTime,
+}
+
+/// What provisioning hands the store; values are validated before they get here.
+#[derive(Clone, Debug)]
+pub struct NewClient<'a> {
+    pub client_id: &'a str,
+    pub name: &'a str,
+    pub secret_hash: Option<&'a [u8]>,
+    pub redirect_uris: &'a [String],
+    pub scopes: &'a [String],
+}
+
+type ClientRow = (String, String, String, Option<Vec<u8>>, String, String, i64);
+
+fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
+    let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at) = row;
+    let redirect_uris: Vec<String> =
+        serde_json::from_str(&redirect_uris).map_err(|_| StoreError::Corrupt("redirect URIs"))?;
+    Ok(Client {
+        client_id,
+        name,
+        client_type: ClientType::parse(&client_type)?,
+        secret_hash,
+        redirect_uris,
+        scopes: scopes.split_whitespace().map(str::to_owned).collect(),
+        created_at,
+    })
+}
+
+const CLIENT_COLUMNS: &str =
+    "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at";
+
+impl TenantStore<'_> {
+    /// Registers a client. A confidential client is one with a secret hash.
+    pub async fn create_client(
+        &self,
+        client: &NewClient<'_>,
+        now: UnixTime,
+    ) -> Result<Client, StoreError> {
+        let client_type = match client.secret_hash {
+            Some(_) => ClientType::Confidential,
+            None => ClientType::Public,
+        };
+        let redirect_uris = serde_json::to_string(client.redirect_uris)
+            .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
+        let scopes = client.scopes.join(" ");
+        sqlx::query(
+            "INSERT INTO clients (tenant_id, client_id, name, client_type, secret_hash, \
+             redirect_uris, scopes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(self.id_str())
+        .bind(client.client_id)
+        .bind(client.name)
+        .bind(client_type.as_str())
+        .bind(client.secret_hash.map(<[u8]>::to_vec))
+        .bind(&redirect_uris)
+        .bind(&scopes)
+        .bind(now)
+        .execute(self.pool())
+        .await
+        .map_err(|e| match StoreError::is_foreign_key_violation(&e) {
+            true => StoreError::NotFound(Entity::Tenant),
+            false => StoreError::from_sqlx(e, Entity::Client),
+        })?;
+        Ok(Client {
+            client_id: client.client_id.to_owned(),
+            name: client.name.to_owned(),
+            client_type,
+            secret_hash: client.secret_hash.map(<[u8]>::to_vec),
+            redirect_uris: client.redirect_uris.to_vec(),
+            scopes: client.scopes.to_vec(),
+            created_at: now,
+        })
+    }
+
+    pub async fn find_client(&self, client_id: &str) -> Result<Option<Client>, StoreError> {
+        let row: Option<ClientRow> = sqlx::query_as(&format!(
+            "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 AND client_id = $2"
+        ))
+        .bind(self.id_str())
+        .bind(client_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(client_from_row).transpose()
+    }
+
+    pub async fn list_clients(&self) -> Result<Vec<Client>, StoreError> {
+        let rows: Vec<ClientRow> = sqlx::query_as(&format!(
+            "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 ORDER BY client_id"
+        ))
+        .bind(self.id_str())
+        .fetch_all(self.pool())
+        .await?;
+        rows.into_iter().map(client_from_row).collect()
+    }
+}

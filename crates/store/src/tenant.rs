@@ -1,0 +1,107 @@
+//! Tenant ids and the tenant-scoped view of the store. A query that takes a tenant goes
+//! through [`TenantStore`], so no caller can forget the `tenant_id` predicate.
+
+use std::fmt;
+
+use crate::db::Store;
+use crate::error::{Entity, StoreError};
+use crate::tenants::Tenant;
+
+/// A tenant id: 1 to 63 characters of `[a-z0-9-]`, so the `.` of `<tenant>.<random>` in codes
+/// and refresh tokens is unambiguous (DESIGN.md, Tenancy).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(String);
+
+impl TenantId {
+    pub fn parse(value: &str) -> Result<TenantId, StoreError> {
+        if value.is_empty() {
+            return Err(StoreError::InvalidTenantId("it is empty"));
+        }
+        if value.len() > 63 {
+            return Err(StoreError::InvalidTenantId(
+                "it is longer than 63 characters",
+            ));
+        }
+        if !value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return Err(StoreError::InvalidTenantId(
+                "only lowercase letters, digits and '-' are allowed",
+            ));
+        }
+        Ok(TenantId(value.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The records of one tenant.
+#[derive(Clone, Copy, Debug)]
+pub struct TenantStore<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) tenant: &'a TenantId,
+}
+
+impl<'a> TenantStore<'a> {
+    pub(crate) fn new(store: &'a Store, tenant: &'a TenantId) -> TenantStore<'a> {
+        TenantStore { store, tenant }
+    }
+
+    pub fn id(&self) -> &TenantId {
+        self.tenant
+    }
+
+    pub(crate) fn id_str(&self) -> &str {
+        self.tenant.as_str()
+    }
+
+    pub(crate) fn pool(&self) -> &sqlx::AnyPool {
+        &self.store.pool
+    }
+
+    /// The tenant's own record, or `NotFound(Tenant)`.
+    pub async fn require(&self) -> Result<Tenant, StoreError> {
+        self.find()
+            .await?
+            .ok_or(StoreError::NotFound(Entity::Tenant))
+    }
+
+    pub async fn find(&self) -> Result<Option<Tenant>, StoreError> {
+        let row: Option<(String, String, i64)> =
+            sqlx::query_as("SELECT tenant_id, name, created_at FROM tenants WHERE tenant_id = $1")
+                .bind(self.id_str())
+                .fetch_optional(self.pool())
+                .await?;
+        row.map(Tenant::from_row).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_lowercase_digits_and_dash_up_to_63() {
+        assert_eq!(TenantId::parse("acme-2").unwrap().as_str(), "acme-2");
+        assert!(TenantId::parse(&"a".repeat(63)).is_ok());
+    }
+
+    #[test]
+    fn refuses_empty_long_dotted_upper_and_unicode() {
+        for bad in ["", &"a".repeat(64), "acme.co", "Acme", "acmé", "a b", "a_b"] {
+            assert!(
+                matches!(TenantId::parse(bad), Err(StoreError::InvalidTenantId(_))),
+                "{bad:?} was accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The store's suite, run once on SQLite and once on PostgreSQL: the same assertions on both,
+//! so the backends cannot drift.
+
+use store::testing::TestDatabase;
+use store::{ClientType, Entity, NewClient, NewUser, Store, StoreError, TenantId};
+
+/// Declares each test twice: `sqlite::name` and `postgres::name`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $name() {
+                let db = store::testing::TestDatabase::sqlite();
+                super::$name(super::connect(&db).await).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test]
+            async fn $name() {
+                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
+                super::$name(super::connect(&db).await).await;
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    tenant_ids_are_unique_and_listed_in_order,
+    clients_round_trip_with_type_secret_uris_and_scopes,
+    client_of_unknown_tenant_is_not_found_and_duplicate_conflicts,
+    usernames_are_unique_per_tenant_only,
+    memberships_need_known_user_and_organization_once,
+    one_tenant_never_sees_another_tenants_records,
+    signing_keys_newest_signs_and_retirement_rules,
+);
+
+async fn connect(db: &TestDatabase) -> Store {
+    Store::connect(&db.url).await.expect("connect and migrate")
+}
+
+fn tenant(id: &str) -> TenantId {
+    TenantId::parse(id).unwrap()
+}
+
+const NOW: i64 = 1_800_000_000;
+
+async fn seeded(store: &Store, id: &str) -> TenantId {
+    let t = tenant(id);
+    store.create_tenant(&t, id, NOW).await.unwrap();
+    t
+}
+
+fn user<'a>(id: &'a str, username: &'a str) -> NewUser<'a> {
+    NewUser {
+        user_id: id,
+        username,
+        password_hash: "$argon2id$x",
+        name: "N",
+        email: "n@example.com",
+    }
+}
+
+async fn tenant_ids_are_unique_and_listed_in_order(store: Store) {
+    seeded(&store, "zeta").await;
+    seeded(&store, "acme").await;
+    let again = store
+        .create_tenant(&tenant("acme"), "Acme again", NOW)
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::Conflict(Entity::Tenant))),
+        "{again:?}"
+    );
+    let ids: Vec<String> = store
+        .list_tenants()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.tenant_id.to_string())
+        .collect();
+    assert_eq!(ids, ["acme", "zeta"]);
+    assert_eq!(
+        store.tenant(&tenant("acme")).require().await.unwrap().name,
+        "acme"
+    );
+    let missing = store.tenant(&tenant("nope")).require().await;
+    assert!(
+        matches!(missing, Err(StoreError::NotFound(Entity::Tenant))),
+        "{missing:?}"
+    );
+}
+
+async fn clients_round_trip_with_type_secret_uris_and_scopes(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let uris = vec![
+        "https://app.example.com/cb".to_owned(),
+        "com.example.app:/cb".to_owned(),
+    ];
+    let scopes = vec!["openid".to_owned(), "jobs".to_owned()];
+    let hash = [7u8; 32];
+    let tenant = store.tenant(&t);
+    tenant
+        .create_client(
+            &NewClient {
+                client_id: "web",
+                name: "Web",
+                secret_hash: Some(&hash),
+                redirect_uris: &uris,
+                scopes: &scopes,
+            },
+            NOW,
+        )
+        .await
+        .unwrap();
+    tenant
+        .create_client(
+            &NewClient {
+                client_id: "spa",
+                name: "SPA",
+                secret_hash: None,
+                redirect_uris: &uris[..1],
+                scopes: &scopes,
+            },
+            NOW,
+        )
+        .await
+        .unwrap();
+    let web = tenant.find_client("web").await.unwrap().unwrap();
+    assert_eq!(web.client_type, ClientType::Confidential);
+    assert_eq!(web.secret_hash.as_deref(), Some(&hash[..]));
+    assert_eq!(web.redirect_uris, uris);
+    assert_eq!(web.scopes, scopes);
+    assert_eq!(web.created_at, NOW);
+    let spa = tenant.find_client("spa").await.unwrap().unwrap();
+    assert_eq!(spa.client_type, ClientType::Public);
+    assert_eq!(spa.secret_hash, None);
+    let ids: Vec<_> = tenant
+        .list_clients()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.client_id)
+        .collect();
+    assert_eq!(ids, ["spa", "web"]);
+    assert_eq!(tenant.find_client("other").await.unwrap(), None);
+}
+
+async fn client_of_unknown_tenant_is_not_found_and_duplicate_conflicts(store: Store) {
+    let uris = vec!["https://app.example.com/cb".to_owned()];
+    let new = NewClient {
+        client_id: "web",
+        name: "Web",
+        secret_hash: None,
+        redirect_uris: &uris,
+        scopes: &[],
+    };
+    let ghost = tenant("ghost");
+    let orphan = store.tenant(&ghost).create_client(&new, NOW).await;
+    assert!(
+        matches!(orphan, Err(StoreError::NotFound(Entity::Tenant))),
+        "{orphan:?}"
+    );
+    let t = seeded(&store, "acme").await;
+    store.tenant(&t).create_client(&new, NOW).await.unwrap();
+    let twice = store.tenant(&t).create_client(&new, NOW).await;
+    assert!(
+        matches!(twice, Err(StoreError::Conflict(Entity::Client))),
+        "{twice:?}"
+    );
+}
+
+async fn usernames_are_unique_per_tenant_only(store: Store) {
+    let a = seeded(&store, "a").await;
+    let b = seeded(&store, "b").await;
+    store
+        .tenant(&a)
+        .create_user(&user("u1", "alice"), NOW)
+        .await
+        .unwrap();
+    let dup = store
+        .tenant(&a)
+        .create_user(&user("u2", "alice"), NOW)
+        .await;
+    assert!(
+        matches!(dup, Err(StoreError::Conflict(Entity::User))),
+        "{dup:?}"
+    );
+    store
+        .tenant(&b)
+        .create_user(&user("u3", "alice"), NOW)
+        .await
+        .unwrap();
+    let found = store
+        .tenant(&a)
+        .find_user_by_username("alice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.user_id.as_str(), found.email.as_str()),
+        ("u1", "n@example.com")
+    );
+    assert_eq!(
+        store
+            .tenant(&a)
+            .find_user("u1")
+            .await
+            .unwrap()
+            .unwrap()
+            .username,
+        "alice"
+    );
+    let ghost = tenant("ghost");
+    let orphan = store
+        .tenant(&ghost)
+        .create_user(&user("u9", "zed"), NOW)
+        .await;
+    assert!(
+        matches!(orphan, Err(StoreError::NotFound(Entity::Tenant))),
+        "{orphan:?}"
+    );
+}
+
+async fn memberships_need_known_user_and_organization_once(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant.create_user(&user("u1", "alice"), NOW).await.unwrap();
+    tenant
+        .create_organization("org-b", "Bravo", NOW)
+        .await
+        .unwrap();
+    tenant
+        .create_organization("org-a", "Alpha", NOW)
+        .await
+        .unwrap();
+    let dup_org = tenant.create_organization("org-a", "Alpha", NOW).await;
+    assert!(
+        matches!(dup_org, Err(StoreError::Conflict(Entity::Organization))),
+        "{dup_org:?}"
+    );
+    tenant.add_membership("u1", "org-b", NOW).await.unwrap();
+    tenant.add_membership("u1", "org-a", NOW).await.unwrap();
+    let again = tenant.add_membership("u1", "org-a", NOW).await;
+    assert!(
+        matches!(again, Err(StoreError::Conflict(Entity::Membership))),
+        "{again:?}"
+    );
+    let no_user = tenant.add_membership("u9", "org-a", NOW).await;
+    assert!(
+        matches!(no_user, Err(StoreError::NotFound(Entity::User))),
+        "{no_user:?}"
+    );
+    let no_org = tenant.add_membership("u1", "org-z", NOW).await;
+    assert!(
+        matches!(no_org, Err(StoreError::NotFound(Entity::Organization))),
+        "{no_org:?}"
+    );
+    let names: Vec<_> = tenant
+        .organizations_of("u1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.name)
+        .collect();
+    assert_eq!(names, ["Alpha", "Bravo"]);
+}
+
+async fn one_tenant_never_sees_another_tenants_records(store: Store) {
+    let a = seeded(&store, "a").await;
+    let b = seeded(&store, "b").await;
+    let uris = vec!["https://a.example.com/cb".to_owned()];
+    let client = NewClient {
+        client_id: "web",
+        name: "Web",
+        secret_hash: None,
+        redirect_uris: &uris,
+        scopes: &[],
+    };
+    store.tenant(&a).create_client(&client, NOW).await.unwrap();
+    store
+        .tenant(&a)
+        .create_user(&user("u1", "alice"), NOW)
+        .await
+        .unwrap();
+    store
+        .tenant(&a)
+        .create_organization("org-a", "Alpha", NOW)
+        .await
+        .unwrap();
+    store
+        .tenant(&a)
+        .add_membership("u1", "org-a", NOW)
+        .await
+        .unwrap();
+
+    let other = store.tenant(&b);
+    assert_eq!(other.find_client("web").await.unwrap(), None);
+    assert_eq!(other.find_user("u1").await.unwrap(), None);
+    assert_eq!(other.find_user_by_username("alice").await.unwrap(), None);
+    assert_eq!(other.find_organization("org-a").await.unwrap(), None);
+    assert!(other.organizations_of("u1").await.unwrap().is_empty());
+    assert!(other.list_clients().await.unwrap().is_empty());
+    assert!(other.list_organizations().await.unwrap().is_empty());
+    // Tenant b cannot attach a's user to its own organization, nor a's organization.
+    other
+        .create_organization("org-b", "Bravo", NOW)
+        .await
+        .unwrap();
+    let cross = other.add_membership("u1", "org-b", NOW).await;
+    assert!(
+        matches!(cross, Err(StoreError::NotFound(Entity::User))),
+        "{cross:?}"
+    );
+}
+
+async fn signing_keys_newest_signs_and_retirement_rules(store: Store) {
+    assert!(store.active_signing_keys().await.unwrap().is_empty());
+    store.insert_signing_key("k1", b"der-1", NOW).await.unwrap();
+    store
+        .insert_signing_key("k2", b"der-2", NOW + 10)
+        .await
+        .unwrap();
+    let dup = store.insert_signing_key("k2", b"der-x", NOW + 20).await;
+    assert!(
+        matches!(dup, Err(StoreError::Conflict(Entity::SigningKey))),
+        "{dup:?}"
+    );
+    let active = store.active_signing_keys().await.unwrap();
+    let kids: Vec<_> = active.iter().map(|k| k.kid.as_str()).collect();
+    assert_eq!(kids, ["k2", "k1"]);
+    assert_eq!(active[0].private_key, b"der-2");
+    assert_eq!(active[0].algorithm, "RS256");
+
+    let in_use = store.retire_signing_key("k2", NOW + 30).await;
+    assert!(
+        matches!(in_use, Err(StoreError::SigningKeyInUse)),
+        "{in_use:?}"
+    );
+    store.retire_signing_key("k1", NOW + 30).await.unwrap();
+    let twice = store.retire_signing_key("k1", NOW + 40).await;
+    assert!(
+        matches!(twice, Err(StoreError::NotFound(Entity::SigningKey))),
+        "{twice:?}"
+    );
+    let unknown = store.retire_signing_key("k9", NOW + 40).await;
+    assert!(
+        matches!(unknown, Err(StoreError::NotFound(Entity::SigningKey))),
+        "{unknown:?}"
+    );
+
+    let kids: Vec<_> = store
+        .active_signing_keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.kid)
+        .collect();
+    assert_eq!(kids, ["k2"]);
+    let all = store.list_signing_keys().await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1].retired_at, Some(NOW + 30));
+    assert!(
+        !format!("{:?}", all[0]).contains("der"),
+        "Debug must not show key material"
+    );
+}
+
+/// A second node connecting to a migrated database finds the schema and data in place.
+async fn reconnect_keeps_schema_and_data(db: &TestDatabase) {
+    let first = connect(db).await;
+    seeded(&first, "acme").await;
+    let second = connect(db).await;
+    second.ping().await.unwrap();
+    assert_eq!(second.list_tenants().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn sqlite_reconnect_keeps_schema_and_data() {
+    reconnect_keeps_schema_and_data(&TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_reconnect_keeps_schema_and_data() {
+    if let Some(db) = TestDatabase::postgres().await {
+        reconnect_keeps_schema_and_data(&db).await;
+    }
+}
+
+#[tokio::test]
+async fn unsupported_database_url_is_refused() {
+    let err = Store::connect("mysql://localhost/db").await.unwrap_err();
+    assert!(matches!(err, StoreError::UnsupportedUrl), "{err:?}");
+}
