@@ -1,0 +1,19 @@
+//! JOSE for fieldauth: RS256 JWT signing and verification, JWKS, and the signing-key lifecycle.
+//!
+//! The crate does no I/O and reads no clock of its own: callers pass `now` (from a [`Clock`])
+//! and keys (from the store) in. Every error is a [`JoseError`] whose message carries no token
+//! or key material.
+
+mod clock;
+mod error;
+mod jwks;
+mod rotation;
+mod sign;
+mod verify;
+
+pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
+pub use error::JoseError;
+pub use jwks::{Jwk, Jwks};
+pub use rotation::{generate_signing_key, GeneratedKey, KeyRing, SigningKey};
+pub use sign::at_hash;
+pub use verify::{decode_header, verify_jwt, Header, Validation, VerificationKeys};

@@ -1,0 +1,104 @@
+//! The signing keys as a node holds them: parsed once, swapped whole when the table changes,
+//! so a rotation made by any node or by the CLI is served here after the next reload.
+
+use std::sync::{Arc, RwLock};
+
+use axum::body::Bytes;
+use jose::{KeyRing, SigningKey, UnixTime};
+use store::Store;
+
+use crate::error::OAuthError;
+
+/// The key ring in use and its JWKS, already serialized for the JWKS endpoint.
+#[derive(Debug)]
+pub struct LoadedKeys {
+    pub ring: KeyRing,
+    pub jwks_json: Bytes,
+    kids: Vec<String>,
+}
+
+/// Shared, cheaply cloned handle on the current keys.
+#[derive(Clone, Debug)]
+pub struct SigningKeys {
+    current: Arc<RwLock<Arc<LoadedKeys>>>,
+}
+
+impl SigningKeys {
+    /// Loads the active keys, generating the first one when the database has none.
+    pub async fn load_or_create(store: &Store, now: UnixTime) -> Result<SigningKeys, OAuthError> {
+        if store.active_signing_keys().await?.is_empty() {
+            rotate_signing_key(store, now).await?;
+        }
+        let loaded = load(store).await?;
+        Ok(SigningKeys {
+            current: Arc::new(RwLock::new(Arc::new(loaded))),
+        })
+    }
+
+    /// The keys in use now. Cheap: one read lock and an `Arc` clone.
+    pub fn current(&self) -> Arc<LoadedKeys> {
+        match self.current.read() {
+            Ok(guard) => Arc::clone(&guard),
+            // A writer cannot panic while holding the lock (it only swaps an Arc), but if
+            // one ever did, the last value is still whole.
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Reads the table and swaps in a new ring when the set of keys changed. Returns
+    /// whether it changed.
+    pub async fn reload(&self, store: &Store) -> Result<bool, OAuthError> {
+        let active = store.active_signing_keys().await?;
+        let kids: Vec<&str> = active.iter().map(|k| k.kid.as_str()).collect();
+        if self.current().kids == kids {
+            return Ok(false);
+        }
+        let loaded = Arc::new(parse(active).await?);
+        match self.current.write() {
+            Ok(mut guard) => *guard = loaded,
+            Err(poisoned) => *poisoned.into_inner() = loaded,
+        }
+        Ok(true)
+    }
+}
+
+/// Generates an RSA-2048 key on a blocking thread and stores it; it becomes the signing key
+/// of every node at their next reload. Returns the new kid.
+pub async fn rotate_signing_key(store: &Store, now: UnixTime) -> Result<String, OAuthError> {
+    let generated = tokio::task::spawn_blocking(jose::generate_signing_key)
+        .await
+        .map_err(|_| OAuthError::Blocking)??;
+    store
+        .insert_signing_key(&generated.kid, &generated.pkcs8_der, now)
+        .await?;
+    tracing::info!(kid = %generated.kid, "signing key created");
+    Ok(generated.kid)
+}
+
+async fn load(store: &Store) -> Result<LoadedKeys, OAuthError> {
+    parse(store.active_signing_keys().await?).await
+}
+
+async fn parse(active: Vec<store::StoredSigningKey>) -> Result<LoadedKeys, OAuthError> {
+    // Parsing an RSA private key validates it, which costs CPU: keep it off the runtime.
+    tokio::task::spawn_blocking(move || {
+        let mut keys = active
+            .iter()
+            .map(|k| SigningKey::from_pkcs8(&k.kid, &k.private_key));
+        let signing = keys.next().ok_or(OAuthError::NoSigningKey)??;
+        let others = keys
+            .map(|k| k.map(|k| k.public_jwk().clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ring = KeyRing::new(signing, others);
+        let jwks_json =
+            Bytes::from(serde_json::to_vec(ring.jwks()).map_err(jose::JoseError::Serialize)?);
+        let kids = active.into_iter().map(|k| k.kid).collect();
+        Ok(LoadedKeys {
+            ring,
+            jwks_json,
+            kids,
+        })
+    })
+    .await
+    .map_err(|_| OAuthError::Blocking)?
+}

@@ -1,0 +1,39 @@
+//! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
+//! modules) authorization, token, userinfo and revocation.
+
+mod discovery;
+mod error;
+mod issuer;
+mod jwks;
+mod keys;
+pub mod password;
+pub mod paths;
+mod random;
+mod redirect_uri;
+mod scope;
+pub mod secret;
+mod state;
+
+use axum::routing::get;
+use axum::Router;
+
+pub use discovery::metadata;
+pub use error::{error_chain, OAuthError};
+pub use issuer::Issuer;
+pub use keys::{rotate_signing_key, LoadedKeys, SigningKeys};
+pub use random::{OsRandom, RandomSource};
+pub use redirect_uri::RedirectUri;
+pub use scope::Scope;
+pub use state::{OAuthConfig, OAuthState};
+
+/// The routes of the auth listener. Health, logging and request ids are added by the binary.
+pub fn router(state: OAuthState) -> Router {
+    Router::new()
+        .route(paths::OPENID_CONFIGURATION, get(discovery::serve_metadata))
+        .route(
+            paths::AUTHORIZATION_SERVER_METADATA,
+            get(discovery::serve_metadata),
+        )
+        .route(paths::JWKS, get(jwks::serve_jwks))
+        .with_state(state)
+}

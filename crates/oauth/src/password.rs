@@ -1,0 +1,87 @@
+//! Password hashing with Argon2id (RFC 9106), parameters per the OWASP recommendation:
+//! 19 MiB of memory, 2 passes, 1 lane. Hashes are stored as PHC strings, so the parameters
+//! can be raised later and old hashes still verify.
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::error::OAuthError;
+use crate::random::RandomSource;
+
+const MEMORY_KIB: u32 = 19 * 1024;
+const PASSES: u32 = 2;
+const LANES: u32 = 1;
+
+fn argon2() -> Result<Argon2<'static>, OAuthError> {
+    let params =
+        Params::new(MEMORY_KIB, PASSES, LANES, None).map_err(|_| OAuthError::PasswordHash)?;
+    Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
+}
+
+/// Hashes a password with a fresh 128-bit salt. CPU-bound for tens of milliseconds: async
+/// callers run it on a blocking thread.
+pub fn hash_password(
+    password: &SecretString,
+    random: &dyn RandomSource,
+) -> Result<String, OAuthError> {
+    let mut salt = [0u8; 16];
+    random.fill(&mut salt)?;
+    let salt = SaltString::encode_b64(&salt).map_err(|_| OAuthError::PasswordHash)?;
+    let hash = argon2()?
+        .hash_password(password.expose_secret().as_bytes(), &salt)
+        .map_err(|_| OAuthError::PasswordHash)?;
+    Ok(hash.to_string())
+}
+
+/// True when the password matches the stored PHC hash; constant-time inside argon2.
+pub fn verify_password(password: &SecretString, phc: &str) -> Result<bool, OAuthError> {
+    let parsed = PasswordHash::new(phc).map_err(|_| OAuthError::PasswordHash)?;
+    Ok(argon2()?
+        .verify_password(password.expose_secret().as_bytes(), &parsed)
+        .is_ok())
+}
+
+/// The rules a new password must meet (NIST SP 800-63B §5.1.1.2: length, not composition).
+pub fn check_new_password(password: &SecretString) -> Result<(), OAuthError> {
+    let length = password.expose_secret().chars().count();
+    if length < 8 {
+        return Err(OAuthError::WeakPassword(
+            "it must have at least 8 characters",
+        ));
+    }
+    if length > 256 {
+        return Err(OAuthError::WeakPassword(
+            "it must have at most 256 characters",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::OsRandom;
+
+    fn secret(s: &str) -> SecretString {
+        SecretString::from(s.to_owned())
+    }
+
+    #[test]
+    fn hash_is_argon2id_and_verifies_only_the_right_password() {
+        let hash = hash_password(&secret("correct horse"), &OsRandom::new()).unwrap();
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(verify_password(&secret("correct horse"), &hash).unwrap());
+        assert!(!verify_password(&secret("correct horsf"), &hash).unwrap());
+    }
+
+    #[test]
+    fn new_passwords_need_8_to_256_characters() {
+        assert!(check_new_password(&secret("1234567")).is_err());
+        assert!(check_new_password(&secret("12345678")).is_ok());
+        assert!(check_new_password(&secret(&"x".repeat(257))).is_err());
+    }
+}

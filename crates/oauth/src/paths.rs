@@ -1,0 +1,9 @@
+//! Endpoint paths, read by both the router and discovery so the two cannot drift.
+
+pub const OPENID_CONFIGURATION: &str = "/.well-known/openid-configuration";
+pub const AUTHORIZATION_SERVER_METADATA: &str = "/.well-known/oauth-authorization-server";
+pub const JWKS: &str = "/oauth/jwks";
+pub const AUTHORIZE: &str = "/oauth/authorize";
+pub const TOKEN: &str = "/oauth/token";
+pub const USERINFO: &str = "/oauth/userinfo";
+pub const REVOKE: &str = "/oauth/revoke";
