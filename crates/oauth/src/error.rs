@@ -9,6 +9,10 @@ pub enum OAuthError {
     InvalidIssuer(&'static str),
     #[error("invalid redirect URI: {0}")]
     InvalidRedirectUri(&'static str),
+    #[error("invalid username: {0}")]
+    InvalidUsername(&'static str),
+    #[error("invalid client_id: {0}")]
+    InvalidClientId(&'static str),
     #[error("unknown scope")]
     UnknownScope,
     #[error("password refused: {0}")]
@@ -35,6 +39,8 @@ impl IntoResponse for OAuthError {
             }
             OAuthError::InvalidIssuer(_)
             | OAuthError::InvalidRedirectUri(_)
+            | OAuthError::InvalidUsername(_)
+            | OAuthError::InvalidClientId(_)
             | OAuthError::UnknownScope
             | OAuthError::WeakPassword(_)
             | OAuthError::PasswordHash

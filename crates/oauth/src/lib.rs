@@ -1,6 +1,7 @@
 //! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
 //! modules) authorization, token, userinfo and revocation.
 
+mod client_id;
 mod discovery;
 mod error;
 mod issuer;
@@ -8,15 +9,18 @@ mod jwks;
 mod keys;
 pub mod password;
 pub mod paths;
+pub mod pkce;
 mod random;
 mod redirect_uri;
 mod scope;
 pub mod secret;
 mod state;
+mod username;
 
 use axum::routing::get;
 use axum::Router;
 
+pub use client_id::ClientId;
 pub use discovery::metadata;
 pub use error::{error_chain, OAuthError};
 pub use issuer::Issuer;
@@ -25,6 +29,7 @@ pub use random::{OsRandom, RandomSource};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 pub use state::{OAuthConfig, OAuthState};
+pub use username::Username;
 
 /// The routes of the auth listener. Health, logging and request ids are added by the binary.
 pub fn router(state: OAuthState) -> Router {

@@ -19,15 +19,22 @@ fn argon2() -> Result<Argon2<'static>, OAuthError> {
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
-/// Hashes a password with a fresh 128-bit salt. CPU-bound for tens of milliseconds: async
-/// callers run it on a blocking thread.
-pub fn hash_password(
-    password: &SecretString,
+/// Hashes a password with a fresh 128-bit salt, on a blocking thread: Argon2id holds a core
+/// for tens of milliseconds, which must not stall the async runtime.
+pub async fn hash_password(
+    password: SecretString,
     random: &dyn RandomSource,
 ) -> Result<String, OAuthError> {
     let mut salt = [0u8; 16];
     random.fill(&mut salt)?;
-    let salt = SaltString::encode_b64(&salt).map_err(|_| OAuthError::PasswordHash)?;
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(|| hash_password_with_salt(&password, &salt)))
+        .await
+        .map_err(|_| OAuthError::Blocking)?
+}
+
+fn hash_password_with_salt(password: &SecretString, salt: &[u8; 16]) -> Result<String, OAuthError> {
+    let salt = SaltString::encode_b64(salt).map_err(|_| OAuthError::PasswordHash)?;
     let hash = argon2()?
         .hash_password(password.expose_secret().as_bytes(), &salt)
         .map_err(|_| OAuthError::PasswordHash)?;
@@ -67,9 +74,11 @@ mod tests {
         SecretString::from(s.to_owned())
     }
 
-    #[test]
-    fn hash_is_argon2id_and_verifies_only_the_right_password() {
-        let hash = hash_password(&secret("correct horse"), &OsRandom::new()).unwrap();
+    #[tokio::test]
+    async fn hash_is_argon2id_and_verifies_only_the_right_password() {
+        let hash = hash_password(secret("correct horse"), &OsRandom::new())
+            .await
+            .unwrap();
         assert!(
             hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
             "{hash}"

@@ -134,4 +134,26 @@ impl TenantStore<'_> {
         .await?;
         rows.into_iter().map(client_from_row).collect()
     }
+
+    /// Replaces a confidential client's secret hash; `NotFound(Client)` for an unknown or
+    /// public client (a public client never gets a secret).
+    pub async fn set_client_secret_hash(
+        &self,
+        client_id: &str,
+        secret_hash: &[u8],
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE clients SET secret_hash = $1 \
+             WHERE tenant_id = $2 AND client_id = $3 AND client_type = 'confidential'",
+        )
+        .bind(secret_hash.to_vec())
+        .bind(self.id_str())
+        .bind(client_id)
+        .execute(self.pool())
+        .await?;
+        match done.rows_affected() {
+            1 => Ok(()),
+            _ => Err(StoreError::NotFound(Entity::Client)),
+        }
+    }
 }

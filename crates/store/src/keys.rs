@@ -58,12 +58,13 @@ impl Store {
         Ok(())
     }
 
-    /// Keys that are not retired, newest first: the first signs, all are published. Ties on
-    /// `created_at` break by kid, so every node picks the same signing key.
+    /// Keys that are not retired, newest first by creation order (a sequence, not a clock,
+    /// so two rotations in one second still have an order): the first signs, all are
+    /// published.
     pub async fn active_signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError> {
         let rows: Vec<KeyRow> = sqlx::query_as(
             "SELECT kid, algorithm, private_key, created_at, retired_at FROM signing_keys \
-             WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC",
+             WHERE retired_at IS NULL ORDER BY seq DESC",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -74,7 +75,7 @@ impl Store {
     pub async fn list_signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError> {
         let rows: Vec<KeyRow> = sqlx::query_as(
             "SELECT kid, algorithm, private_key, created_at, retired_at FROM signing_keys \
-             ORDER BY created_at DESC, kid DESC",
+             ORDER BY seq DESC",
         )
         .fetch_all(&self.pool)
         .await?;

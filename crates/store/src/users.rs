@@ -92,4 +92,24 @@ impl TenantStore<'_> {
         .await?;
         Ok(row.map(user_from_row))
     }
+
+    /// Replaces a user's password hash.
+    pub async fn set_password_hash(
+        &self,
+        user_id: &str,
+        password_hash: &str,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE users SET password_hash = $1 WHERE tenant_id = $2 AND user_id = $3",
+        )
+        .bind(password_hash)
+        .bind(self.id_str())
+        .bind(user_id)
+        .execute(self.pool())
+        .await?;
+        match done.rows_affected() {
+            1 => Ok(()),
+            _ => Err(StoreError::NotFound(Entity::User)),
+        }
+    }
 }

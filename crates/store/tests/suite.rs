@@ -1,5 +1,6 @@
 //! The store's suite, run once on SQLite and once on PostgreSQL: the same assertions on both,
 //! so the backends cannot drift.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{ClientType, Entity, NewClient, NewUser, Store, StoreError, TenantId};
@@ -142,6 +143,27 @@ async fn clients_round_trip_with_type_secret_uris_and_scopes(store: Store) {
         .collect();
     assert_eq!(ids, ["spa", "web"]);
     assert_eq!(tenant.find_client("other").await.unwrap(), None);
+
+    tenant
+        .set_client_secret_hash("web", &[9u8; 32])
+        .await
+        .unwrap();
+    let web = tenant.find_client("web").await.unwrap().unwrap();
+    assert_eq!(web.secret_hash.as_deref(), Some(&[9u8; 32][..]));
+    let public = tenant.set_client_secret_hash("spa", &[9u8; 32]).await;
+    assert!(
+        matches!(public, Err(StoreError::NotFound(Entity::Client))),
+        "{public:?}"
+    );
+    assert_eq!(
+        tenant
+            .find_client("spa")
+            .await
+            .unwrap()
+            .unwrap()
+            .secret_hash,
+        None
+    );
 }
 
 async fn client_of_unknown_tenant_is_not_found_and_duplicate_conflicts(store: Store) {
@@ -314,34 +336,41 @@ async fn one_tenant_never_sees_another_tenants_records(store: Store) {
 
 async fn signing_keys_newest_signs_and_retirement_rules(store: Store) {
     assert!(store.active_signing_keys().await.unwrap().is_empty());
-    store.insert_signing_key("k1", b"der-1", NOW).await.unwrap();
     store
-        .insert_signing_key("k2", b"der-2", NOW + 10)
+        .insert_signing_key("zulu", b"der-1", NOW)
         .await
         .unwrap();
-    let dup = store.insert_signing_key("k2", b"der-x", NOW + 20).await;
+    store
+        .insert_signing_key("alpha", b"der-2", NOW)
+        .await
+        .unwrap();
+    let dup = store.insert_signing_key("alpha", b"der-x", NOW + 20).await;
     assert!(
         matches!(dup, Err(StoreError::Conflict(Entity::SigningKey))),
         "{dup:?}"
     );
     let active = store.active_signing_keys().await.unwrap();
     let kids: Vec<_> = active.iter().map(|k| k.kid.as_str()).collect();
-    assert_eq!(kids, ["k2", "k1"]);
+    assert_eq!(
+        kids,
+        ["alpha", "zulu"],
+        "creation order, not kid order, even in the same second"
+    );
     assert_eq!(active[0].private_key, b"der-2");
     assert_eq!(active[0].algorithm, "RS256");
 
-    let in_use = store.retire_signing_key("k2", NOW + 30).await;
+    let in_use = store.retire_signing_key("alpha", NOW + 30).await;
     assert!(
         matches!(in_use, Err(StoreError::SigningKeyInUse)),
         "{in_use:?}"
     );
-    store.retire_signing_key("k1", NOW + 30).await.unwrap();
-    let twice = store.retire_signing_key("k1", NOW + 40).await;
+    store.retire_signing_key("zulu", NOW + 30).await.unwrap();
+    let twice = store.retire_signing_key("zulu", NOW + 40).await;
     assert!(
         matches!(twice, Err(StoreError::NotFound(Entity::SigningKey))),
         "{twice:?}"
     );
-    let unknown = store.retire_signing_key("k9", NOW + 40).await;
+    let unknown = store.retire_signing_key("nope", NOW + 40).await;
     assert!(
         matches!(unknown, Err(StoreError::NotFound(Entity::SigningKey))),
         "{unknown:?}"
@@ -354,7 +383,7 @@ async fn signing_keys_newest_signs_and_retirement_rules(store: Store) {
         .into_iter()
         .map(|k| k.kid)
         .collect();
-    assert_eq!(kids, ["k2"]);
+    assert_eq!(kids, ["alpha"]);
     let all = store.list_signing_keys().await.unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(all[1].retired_at, Some(NOW + 30));

@@ -141,7 +141,8 @@ CREATE INDEX authorization_codes_expiry ON authorization_codes (tenant_id, expir
 
 -- The issuer is global, so signing keys are the one table without a tenant.
 CREATE TABLE signing_keys (
-    kid          TEXT    NOT NULL PRIMARY KEY,
+    seq          BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- creation order: the newest signs
+    kid          TEXT    NOT NULL UNIQUE,
     algorithm    TEXT    NOT NULL CHECK (algorithm = 'RS256'),
     private_key  BYTEA    NOT NULL, -- PKCS#8 DER
     created_at   BIGINT  NOT NULL,

@@ -141,7 +141,8 @@ CREATE INDEX authorization_codes_expiry ON authorization_codes (tenant_id, expir
 
 -- The issuer is global, so signing keys are the one table without a tenant.
 CREATE TABLE signing_keys (
-    kid          TEXT    NOT NULL PRIMARY KEY,
+    seq          INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, -- creation order: the newest signs
+    kid          TEXT    NOT NULL UNIQUE,
     algorithm    TEXT    NOT NULL CHECK (algorithm = 'RS256'),
     private_key  BLOB    NOT NULL, -- PKCS#8 DER
     created_at   BIGINT  NOT NULL,

@@ -1,0 +1,205 @@
+//! The command line: one clap parser. Every setting has a `FIELDAUTH_*` environment twin;
+//! provisioning arguments describe one record and have none.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fieldauth",
+    version,
+    about = "OAuth 2.0 authorization server, OpenID provider and field-service API"
+)]
+pub struct Cli {
+    /// Database URL: `sqlite://PATH` (created on first use) or `postgres://USER@HOST/DB`.
+    #[arg(
+        long,
+        env = "FIELDAUTH_DATABASE_URL",
+        default_value = "sqlite://fieldauth.db",
+        global = true
+    )]
+    pub database_url: String,
+
+    /// Log format: `human` for people, `json` for log collectors.
+    #[arg(long, env = "FIELDAUTH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
+    pub log_format: LogFormat,
+
+    /// Log filter in `tracing` syntax, e.g. `info` or `info,fieldauth_oauth=debug`.
+    #[arg(long, env = "FIELDAUTH_LOG", default_value = "info", global = true)]
+    pub log: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the authorization server and the API, each on its own listener.
+    Serve(ServeArgs),
+    /// Serve, after seeding the demo tenant; prints how to try it.
+    Demo(ServeArgs),
+    /// Tenants: the top-level isolation unit.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// OAuth clients of a tenant.
+    #[command(subcommand)]
+    Client(ClientCommand),
+    /// Users of a tenant.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Organizations of a tenant and their members.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Token signing keys (global to the issuer).
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// The issuer `{auth_url}`, exactly as relying parties will see it in `iss`.
+    #[arg(
+        long,
+        env = "FIELDAUTH_AUTH_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub auth_url: String,
+
+    /// The API base `{api_url}`: the audience of access tokens.
+    #[arg(
+        long,
+        env = "FIELDAUTH_API_URL",
+        default_value = "http://127.0.0.1:8081"
+    )]
+    pub api_url: String,
+
+    /// Address the authorization server listens on.
+    #[arg(long, env = "FIELDAUTH_AUTH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub auth_listen: SocketAddr,
+
+    /// Address the API listens on.
+    #[arg(long, env = "FIELDAUTH_API_LISTEN", default_value = "127.0.0.1:8081")]
+    pub api_listen: SocketAddr,
+
+    /// Seconds between reloads of the signing keys, so a rotation made elsewhere is served
+    /// (1 to 60).
+    #[arg(long, env = "FIELDAUTH_KEY_RELOAD_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub key_reload_seconds: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant. Its id is 1 to 63 characters of a-z, 0-9 and '-'.
+    Create {
+        tenant: String,
+        /// Display name (defaults to the id).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tenants.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Register a client. Confidential clients get a secret, shown once.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        client_id: String,
+        /// A redirect URI, matched exactly; repeat for several.
+        #[arg(long = "redirect-uri", required = true)]
+        redirect_uris: Vec<String>,
+        /// A client that can keep a secret (server-side web app).
+        #[arg(long)]
+        confidential: bool,
+        /// Name shown on the consent screen (defaults to the client id).
+        #[arg(long)]
+        name: Option<String>,
+        /// A scope the client may request; repeat for several (default: every scope).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; the password is read from standard input.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        username: String,
+        /// Full name (the `name` claim).
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        email: String,
+        /// Read the password from standard input (required: passwords never go in argv).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrgCommand {
+    /// Create an organization; prints its organization_guid.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a user a member of an organization.
+    AddMember {
+        #[arg(long)]
+        tenant: String,
+        /// The organization_guid.
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// List the signing keys, newest first.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a new RSA-2048 key; it signs from the next reload of each node.
+    Rotate {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a key from the JWKS (not the one signing now).
+    Retire {
+        kid: String,
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,85 @@
+//! Settings checked once at start: a bad value stops the process with a one-line reason.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use oauth::Issuer;
+use url::Url;
+
+use crate::cli::ServeArgs;
+
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub issuer: Issuer,
+    /// `{api_url}` exactly as given: the access-token audience.
+    pub api_url: String,
+    pub auth_listen: SocketAddr,
+    pub api_listen: SocketAddr,
+    pub key_reload_interval: Duration,
+}
+
+impl ServeConfig {
+    pub fn from_args(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
+        let issuer = Issuer::parse(&args.auth_url)
+            .with_context(|| format!("--auth-url {:?}", args.auth_url))?;
+        check_api_url(&args.api_url).with_context(|| format!("--api-url {:?}", args.api_url))?;
+        Ok(ServeConfig {
+            issuer,
+            api_url: args.api_url.clone(),
+            auth_listen: args.auth_listen,
+            api_listen: args.api_listen,
+            key_reload_interval: Duration::from_secs(args.key_reload_seconds),
+        })
+    }
+}
+
+fn check_api_url(value: &str) -> anyhow::Result<()> {
+    let url = Url::parse(value).context("not an absolute URL")?;
+    if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none() {
+        bail!("must be an http or https URL with a host");
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        bail!("must not have a query or fragment");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(auth: &str, api: &str) -> ServeArgs {
+        ServeArgs {
+            auth_url: auth.into(),
+            api_url: api.into(),
+            auth_listen: "127.0.0.1:0".parse().unwrap(),
+            api_listen: "127.0.0.1:0".parse().unwrap(),
+            key_reload_seconds: 30,
+        }
+    }
+
+    #[test]
+    fn urls_are_kept_exactly_as_given() {
+        let config =
+            ServeConfig::from_args(&args("https://id.example.com/", "https://api.example.com"))
+                .unwrap();
+        assert_eq!(config.issuer.as_str(), "https://id.example.com/");
+        assert_eq!(config.api_url, "https://api.example.com");
+    }
+
+    #[test]
+    fn bad_urls_name_the_flag() {
+        let err =
+            ServeConfig::from_args(&args("not a url", "https://api.example.com")).unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with("--auth-url \"not a url\": "),
+            "{err:#}"
+        );
+        let err = ServeConfig::from_args(&args("https://id.example.com", "ftp://x")).unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with("--api-url \"ftp://x\": "),
+            "{err:#}"
+        );
+    }
+}

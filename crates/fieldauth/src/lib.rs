@@ -1,0 +1,180 @@
+//! The `fieldauth` binary's library: command line, configuration, wiring and the operator's
+//! commands. `main.rs` only parses, installs logging and reports the outcome.
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+mod health;
+mod keys;
+pub mod provision;
+mod report;
+pub mod serve;
+pub mod telemetry;
+
+use std::io::Read;
+use std::sync::Arc;
+
+use anyhow::Context;
+use jose::{Clock, SystemClock};
+use oauth::OsRandom;
+use secrecy::SecretString;
+use store::Store;
+
+use crate::cli::{ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand, UserCommand};
+use crate::config::ServeConfig;
+use crate::provision::{ClientRequest, UserRequest};
+
+/// Runs one command to completion.
+pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
+    let clock = SystemClock;
+    let random = OsRandom::new();
+    // Settings are checked before anything touches the database.
+    let serve_config = match &cli.command {
+        Command::Serve(args) | Command::Demo(args) => Some(ServeConfig::from_args(args)?),
+        _ => None,
+    };
+    let store = Store::connect(&cli.database_url)
+        .await
+        .context("cannot open the database (--database-url)")?;
+    let now = clock.now();
+    let (report, json) = match cli.command {
+        Command::Serve(_) | Command::Demo(_) => {
+            let Some(config) = serve_config else {
+                anyhow::bail!("no serve configuration")
+            };
+            let demo = matches!(cli.command, Command::Demo(_));
+            return serve_until_signal(&config, store, demo, &random).await;
+        }
+        Command::Tenant(TenantCommand::Create { tenant, name, json }) => (
+            provision::create_tenant(&store, &tenant, name.as_deref(), now).await?,
+            json,
+        ),
+        Command::Tenant(TenantCommand::List { json }) => {
+            (provision::list_tenants(&store).await?, json)
+        }
+        Command::Client(ClientCommand::Create {
+            tenant,
+            client_id,
+            redirect_uris,
+            confidential,
+            name,
+            scopes,
+            json,
+        }) => {
+            let request = ClientRequest {
+                tenant: &tenant,
+                client_id: &client_id,
+                redirect_uris: &redirect_uris,
+                confidential,
+                name: name.as_deref(),
+                scopes: &scopes,
+            };
+            (
+                provision::create_client(&store, &request, &random, now).await?,
+                json,
+            )
+        }
+        Command::User(UserCommand::Create {
+            tenant,
+            username,
+            name,
+            email,
+            password_stdin: _,
+            json,
+        }) => {
+            let password = read_password_from_stdin()?;
+            let request = UserRequest {
+                tenant: &tenant,
+                username: &username,
+                name: &name,
+                email: &email,
+            };
+            (
+                provision::create_user(&store, &request, password, &random, now).await?,
+                json,
+            )
+        }
+        Command::Org(OrgCommand::Create { tenant, name, json }) => (
+            provision::create_organization(&store, &tenant, &name, &random, now).await?,
+            json,
+        ),
+        Command::Org(OrgCommand::AddMember {
+            tenant,
+            org,
+            username,
+            json,
+        }) => (
+            provision::add_member(&store, &tenant, &org, &username, now).await?,
+            json,
+        ),
+        Command::Keys(KeysCommand::List { json }) => (keys::list(&store).await?, json),
+        Command::Keys(KeysCommand::Rotate { json }) => (keys::rotate(&store, now).await?, json),
+        Command::Keys(KeysCommand::Retire { kid, json }) => {
+            (keys::retire(&store, &kid, now).await?, json)
+        }
+    };
+    store.close().await;
+    report.print(json);
+    Ok(())
+}
+
+async fn serve_until_signal(
+    config: &ServeConfig,
+    store: Store,
+    demo: bool,
+    random: &OsRandom,
+) -> anyhow::Result<()> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let secrets = match demo {
+        true => Some(
+            demo::seed(&store, random, clock.now())
+                .await
+                .context("cannot seed the demo tenant")?,
+        ),
+        false => None,
+    };
+    let server = serve::start(config, store.clone(), clock).await?;
+    if let Some(secrets) = secrets {
+        println!("{}", demo::walkthrough(config, &secrets, random)?);
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down: finishing requests in flight");
+    server.shutdown().await;
+    store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {},
+                    _ = terminate.recv() => {},
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
+
+/// The password is the whole of standard input, less one trailing newline, so both
+/// `printf %s pw |` and `echo pw |` work; it never appears in argv or the environment.
+fn read_password_from_stdin() -> anyhow::Result<SecretString> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("cannot read the password from standard input")?;
+    let password = input.strip_suffix('\n').unwrap_or(&input);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    anyhow::ensure!(!password.is_empty(), "no password on standard input");
+    Ok(SecretString::from(password.to_owned()))
+}

@@ -1,0 +1,31 @@
+//! `fieldauth`: parse the command line, install logging, run, and exit non-zero with a
+//! one-line reason on failure.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = fieldauth::cli::Cli::parse();
+    if let Err(error) = fieldauth::telemetry::init(cli.log_format, &cli.log) {
+        eprintln!("error: {error:#}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(fieldauth::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

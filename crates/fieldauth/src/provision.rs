@@ -1,0 +1,268 @@
+//! Provisioning: the operator's commands for tenants, clients, users and organizations.
+//! Each validates its input at the edge, writes one record, and returns a [`Report`].
+
+use anyhow::Context;
+use jose::UnixTime;
+use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+use store::{NewClient, NewUser, Store, TenantId};
+
+use crate::report::Report;
+
+pub async fn create_tenant(
+    store: &Store,
+    id: &str,
+    name: Option<&str>,
+    now: UnixTime,
+) -> anyhow::Result<Report> {
+    let tenant_id = TenantId::parse(id).with_context(|| format!("tenant {id:?}"))?;
+    let name = non_empty(name.unwrap_or(id), "--name")?;
+    store
+        .create_tenant(&tenant_id, name, now)
+        .await
+        .with_context(|| format!("cannot create tenant {id:?}"))?;
+    Ok(Report::new(
+        json!({ "tenant": tenant_id.as_str() }),
+        format!("created tenant {tenant_id}"),
+    ))
+}
+
+pub async fn list_tenants(store: &Store) -> anyhow::Result<Report> {
+    let tenants = store.list_tenants().await.context("cannot list tenants")?;
+    let text = tenants
+        .iter()
+        .map(|t| format!("{}\t{}", t.tenant_id, t.name))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let list: Vec<_> = tenants
+        .iter()
+        .map(|t| json!({ "tenant": t.tenant_id.as_str(), "name": t.name, "created_at": t.created_at }))
+        .collect();
+    Ok(Report::new(json!({ "tenants": list }), text))
+}
+
+/// What `client create` was asked for, before validation.
+#[derive(Debug)]
+pub struct ClientRequest<'a> {
+    pub tenant: &'a str,
+    pub client_id: &'a str,
+    pub redirect_uris: &'a [String],
+    pub confidential: bool,
+    pub name: Option<&'a str>,
+    pub scopes: &'a [String],
+}
+
+pub async fn create_client(
+    store: &Store,
+    request: &ClientRequest<'_>,
+    random: &dyn RandomSource,
+    now: UnixTime,
+) -> anyhow::Result<Report> {
+    let tenant_id = tenant(request.tenant)?;
+    let client_id = ClientId::parse(request.client_id)?;
+    let redirect_uris = request
+        .redirect_uris
+        .iter()
+        .map(|uri| {
+            RedirectUri::parse(uri)
+                .map(RedirectUri::into_string)
+                .with_context(|| format!("--redirect-uri {uri:?}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let scopes = match request.scopes {
+        [] => Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect(),
+        given => given
+            .iter()
+            .map(|s| {
+                Scope::parse(s)
+                    .map(|s| s.as_str().to_owned())
+                    .with_context(|| format!("--scope {s:?}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
+    let name = non_empty(request.name.unwrap_or(client_id.as_str()), "--name")?;
+    let secret = match request.confidential {
+        true => Some(oauth::secret::generate_client_secret(random)?),
+        false => None,
+    };
+    let tenant = store.tenant(&tenant_id);
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {tenant_id}"))?;
+    let new = NewClient {
+        client_id: client_id.as_str(),
+        name,
+        secret_hash: secret.as_ref().map(|(_, hash)| &hash[..]),
+        redirect_uris: &redirect_uris,
+        scopes: &scopes,
+    };
+    tenant
+        .create_client(&new, now)
+        .await
+        .with_context(|| format!("cannot create client \"{client_id}\" in tenant {tenant_id}"))?;
+    Ok(match secret {
+        Some((secret, _)) => Report::new(
+            json!({ "client_id": client_id.as_str(), "client_secret": secret.expose_secret() }),
+            format!(
+                "created confidential client {client_id}\nclient_secret: {}\n(shown once: only its hash is stored)",
+                secret.expose_secret()
+            ),
+        ),
+        None => Report::new(json!({ "client_id": client_id.as_str() }), format!("created public client {client_id}")),
+    })
+}
+
+#[derive(Debug)]
+pub struct UserRequest<'a> {
+    pub tenant: &'a str,
+    pub username: &'a str,
+    pub name: &'a str,
+    pub email: &'a str,
+}
+
+pub async fn create_user(
+    store: &Store,
+    request: &UserRequest<'_>,
+    password: SecretString,
+    random: &dyn RandomSource,
+    now: UnixTime,
+) -> anyhow::Result<Report> {
+    let tenant_id = tenant(request.tenant)?;
+    let username = Username::parse(request.username)?;
+    let name = non_empty(request.name, "--name")?;
+    let email = check_email(request.email)?;
+    oauth::password::check_new_password(&password)?;
+    let tenant = store.tenant(&tenant_id);
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {tenant_id}"))?;
+    let sub = random.uuid_v4()?;
+    let password_hash = oauth::password::hash_password(password, random).await?;
+    let new = NewUser {
+        user_id: &sub,
+        username: username.as_str(),
+        password_hash: &password_hash,
+        name,
+        email,
+    };
+    tenant
+        .create_user(&new, now)
+        .await
+        .with_context(|| format!("cannot create user \"{username}\" in tenant {tenant_id}"))?;
+    Ok(Report::new(
+        json!({ "sub": sub }),
+        format!("created user {username} (sub {sub})"),
+    ))
+}
+
+pub async fn create_organization(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    random: &dyn RandomSource,
+    now: UnixTime,
+) -> anyhow::Result<Report> {
+    let tenant_id = self::tenant(tenant)?;
+    let name = non_empty(name, "--name")?;
+    let tenant = store.tenant(&tenant_id);
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {tenant_id}"))?;
+    let guid = random.uuid_v4()?;
+    tenant
+        .create_organization(&guid, name, now)
+        .await
+        .with_context(|| format!("cannot create organization in tenant {tenant_id}"))?;
+    Ok(Report::new(
+        json!({ "organization_guid": guid }),
+        format!("created organization {name} ({guid})"),
+    ))
+}
+
+pub async fn add_member(
+    store: &Store,
+    tenant: &str,
+    organization_guid: &str,
+    username: &str,
+    now: UnixTime,
+) -> anyhow::Result<Report> {
+    let tenant_id = self::tenant(tenant)?;
+    let username = Username::parse(username)?;
+    let tenant = store.tenant(&tenant_id);
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {tenant_id}"))?;
+    let user = tenant
+        .find_user_by_username(username.as_str())
+        .await?
+        .with_context(|| format!("user \"{username}\" not found in tenant {tenant_id}"))?;
+    tenant
+        .add_membership(&user.user_id, organization_guid, now)
+        .await
+        .with_context(|| {
+            format!("cannot add \"{username}\" to organization {organization_guid:?}")
+        })?;
+    Ok(Report::new(
+        json!({ "organization_guid": organization_guid, "sub": user.user_id }),
+        format!("added {username} to organization {organization_guid}"),
+    ))
+}
+
+fn tenant(id: &str) -> anyhow::Result<TenantId> {
+    TenantId::parse(id).with_context(|| format!("--tenant {id:?}"))
+}
+
+fn non_empty<'a>(value: &'a str, flag: &str) -> anyhow::Result<&'a str> {
+    let value = value.trim();
+    anyhow::ensure!(!value.is_empty(), "{flag} must not be empty");
+    anyhow::ensure!(
+        value.chars().count() <= 200,
+        "{flag} must have at most 200 characters"
+    );
+    Ok(value)
+}
+
+/// A plausibility check, not RFC 5322: one `@` between non-empty parts, no spaces.
+fn check_email(email: &str) -> anyhow::Result<&str> {
+    let email = email.trim();
+    let valid = match email.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.contains('@')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        }
+        None => false,
+    };
+    anyhow::ensure!(
+        valid && email.len() <= 254 && !email.contains(char::is_whitespace),
+        "--email {email:?} is not an email address"
+    );
+    Ok(email)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn email_plausibility() {
+        assert!(check_email("alice@example.com").is_ok());
+        for bad in [
+            "alice",
+            "@example.com",
+            "alice@localhost",
+            "a b@example.com",
+            "a@b@c.com",
+            "a@.com",
+        ] {
+            assert!(check_email(bad).is_err(), "{bad} was accepted");
+        }
+    }
+}

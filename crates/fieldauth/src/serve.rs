@@ -1,0 +1,175 @@
+//! Wiring: binds both listeners, loads the signing keys, builds the states and routers, and
+//! runs until told to stop. The binary and the end-to-end tests start the server through
+//! [`start`], so tests exercise exactly what operators run.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::http::StatusCode;
+use axum::Router;
+use jose::Clock;
+use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
+use store::Store;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::config::ServeConfig;
+use crate::{health, telemetry};
+
+/// A running server. Dropping it does not stop it; call [`Server::shutdown`].
+#[derive(Debug)]
+pub struct Server {
+    pub auth_addr: SocketAddr,
+    pub api_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+/// Binds the configured addresses and starts serving.
+pub async fn start(
+    config: &ServeConfig,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Server> {
+    let auth_listener = bind(config.auth_listen, "--auth-listen").await?;
+    let api_listener = bind(config.api_listen, "--api-listen").await?;
+    start_on(
+        config,
+        Listeners {
+            auth: auth_listener,
+            api: api_listener,
+        },
+        store,
+        clock,
+    )
+    .await
+}
+
+/// Listeners bound by the caller: tests bind port 0 first, so the issuer URL can name the
+/// port the server will answer on.
+#[derive(Debug)]
+pub struct Listeners {
+    pub auth: TcpListener,
+    pub api: TcpListener,
+}
+
+pub async fn start_on(
+    config: &ServeConfig,
+    listeners: Listeners,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Server> {
+    let auth_addr = listeners.auth.local_addr()?;
+    let api_addr = listeners.api.local_addr()?;
+
+    let signing_keys = SigningKeys::load_or_create(&store, clock.now())
+        .await
+        .context("cannot load the signing keys")?;
+    let oauth_state = OAuthState::new(
+        OAuthConfig {
+            issuer: config.issuer.clone(),
+            api_audience: config.api_url.clone(),
+        },
+        store.clone(),
+        signing_keys.clone(),
+        clock,
+        Arc::new(OsRandom::new()),
+    );
+    let api_state = api::ApiState {
+        store: store.clone(),
+        issuer: config.issuer.as_str().to_owned(),
+        audience: config.api_url.clone(),
+    };
+    let auth_router = listener_router(oauth::router(oauth_state), &store);
+    let api_router = listener_router(api::router(api_state), &store);
+
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    tasks.spawn(run_listener(
+        listeners.auth,
+        auth_router,
+        stopped.clone(),
+        "auth",
+    ));
+    tasks.spawn(run_listener(
+        listeners.api,
+        api_router,
+        stopped.clone(),
+        "api",
+    ));
+    tasks.spawn(reload_keys(
+        signing_keys,
+        store,
+        config.key_reload_interval,
+        stopped,
+    ));
+    tracing::info!(%auth_addr, %api_addr, issuer = %config.issuer, "listening");
+    Ok(Server {
+        auth_addr,
+        api_addr,
+        stop,
+        tasks,
+    })
+}
+
+impl Server {
+    /// Stops accepting, lets requests in flight finish, and returns when all is done.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} ({flag})"))
+}
+
+fn listener_router(routes: Router, store: &Store) -> Router {
+    let router = routes
+        .merge(health::router(store.clone()))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") });
+    telemetry::http_layers(router)
+}
+
+async fn run_listener(
+    listener: TcpListener,
+    router: Router,
+    mut stopped: watch::Receiver<bool>,
+    name: &'static str,
+) {
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    if let Err(error) = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::error!(listener = name, %error, "listener stopped");
+    }
+}
+
+/// Picks up keys rotated by the CLI or another node.
+async fn reload_keys(
+    keys: SigningKeys,
+    store: Store,
+    every: Duration,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => match keys.reload(&store).await {
+                Ok(true) => tracing::info!("signing keys reloaded"),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded"),
+            },
+            _ = stopped.changed() => return,
+        }
+    }
+}

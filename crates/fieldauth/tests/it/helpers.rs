@@ -1,0 +1,208 @@
+//! What every end-to-end test needs: a database per test, the server started through the
+//! same wiring as the binary, the binary itself, and assertions.
+
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fieldauth::config::ServeConfig;
+use fieldauth::serve::{self, Listeners, Server};
+use oauth::Issuer;
+use store::testing::TestDatabase;
+use store::Store;
+use tokio::net::TcpListener;
+
+/// Declares each `async fn name(db: TestDatabase)` test twice: `sqlite::name` and
+/// `postgres::name` (skipped, loudly, when no PostgreSQL answers and the run is not strict).
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(store::testing::TestDatabase::sqlite()).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
+                super::$name(db).await;
+            })*
+        }
+    };
+}
+pub(crate) use on_both_backends;
+
+/// A running server on its own database.
+pub struct TestApp {
+    pub db: TestDatabase,
+    pub store: Store,
+    pub issuer: String,
+    pub api_url: String,
+    pub http: reqwest::Client,
+    server: Option<Server>,
+}
+
+impl TestApp {
+    pub async fn spawn(db: TestDatabase) -> TestApp {
+        init_test_log();
+        let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", auth.local_addr().unwrap());
+        let api_url = format!("http://{}", api.local_addr().unwrap());
+        let config = ServeConfig {
+            issuer: Issuer::parse(&issuer).unwrap(),
+            api_url: api_url.clone(),
+            auth_listen: auth.local_addr().unwrap(),
+            api_listen: api.local_addr().unwrap(),
+            // Short, so a rotation by the CLI shows within the tests' patience.
+            key_reload_interval: Duration::from_millis(200),
+        };
+        let store = Store::connect(&db.url).await.unwrap();
+        let server = serve::start_on(
+            &config,
+            Listeners { auth, api },
+            store.clone(),
+            Arc::new(jose::SystemClock),
+        )
+        .await
+        .unwrap();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        TestApp {
+            db,
+            store,
+            issuer,
+            api_url,
+            http,
+            server: Some(server),
+        }
+    }
+
+    pub async fn get(&self, url: &str) -> reqwest::Response {
+        self.http.get(url).send().await.unwrap()
+    }
+
+    pub async fn jwks_kids(&self) -> Vec<String> {
+        let body: serde_json::Value = self
+            .get(&format!("{}/oauth/jwks", self.issuer))
+            .await
+            .json()
+            .await
+            .unwrap();
+        body["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Runs the binary against this app's database.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        cli(&self.db, args, None)
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        self.store.close().await;
+    }
+}
+
+/// Runs `fieldauth --database-url <db> ARGS`, with `stdin` piped in when given.
+pub fn cli(db: &TestDatabase, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fieldauth"));
+    command
+        .arg("--database-url")
+        .arg(&db.url)
+        .args(args)
+        .env("FIELDAUTH_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            // A command refused before it reads stdin closes the pipe: not our failure.
+            match input.write_all(text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.unwrap(),
+            }
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+pub fn assert_ok(output: &Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "command failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The one JSON object a successful `--json` command prints.
+pub fn json_output(output: &Output) -> serde_json::Map<String, serde_json::Value> {
+    assert_ok(output);
+    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+    match serde_json::from_str::<serde_json::Value>(&stdout) {
+        Ok(serde_json::Value::Object(map)) => map,
+        other => panic!("stdout is not exactly one JSON object: {stdout:?} ({other:?})"),
+    }
+}
+
+/// A refused command: exit code 1, nothing on stdout, and a reason on stderr containing `why`.
+pub fn assert_refused(output: &Output, why: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "expected exit 1; stderr: {stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "a refusal printed on stdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(
+        stderr.contains(why),
+        "stderr does not say {why:?}: {stderr}"
+    );
+}
+
+/// Polls `check` until it holds, for state that another process changes (a key rotation
+/// picked up by the server's reload). Bounded: fails after `limit`.
+pub async fn eventually<F, Fut>(limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `TEST_LOG=1` shows the server's logs.
+fn init_test_log() {
+    if std::env::var("TEST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_test_writer()
+            .try_init();
+    }
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests: the real binary and the real server on random loopback ports, on
+//! SQLite and on PostgreSQL. One test binary, so it links once.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod helpers;
+
+mod cli;
+mod discovery;
+mod keys;
+mod startup;
