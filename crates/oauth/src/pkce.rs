@@ -15,7 +15,7 @@ mod tests {
     fn matches_the_rfc_7636_appendix_b_example() {
         assert_eq!(
             super::s256_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuWEBf34ELw"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
 }

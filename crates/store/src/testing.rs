@@ -72,7 +72,14 @@ pub fn skip_or_fail(reason: &str) {
             panic!("FIELDAUTH_TEST_STRICT=1 and a test cannot run: {reason}");
         }
     }
-    eprintln!("SKIPPED (set FIELDAUTH_TEST_STRICT=1 to fail instead): {reason}");
+    // Written to the real stderr, not through `eprintln!`, which the test harness captures
+    // and hides for passing tests: a skip must be seen.
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test} (set FIELDAUTH_TEST_STRICT=1 to fail instead): {reason}"
+    );
 }
 
 /// True when skipped tests must fail (CI).

@@ -5,6 +5,7 @@
 mod helpers;
 
 mod cli;
+mod demo;
 mod discovery;
 mod keys;
 mod startup;

@@ -1,0 +1,118 @@
+//! `fieldauth demo`'s seed: idempotent, with the users, organizations and clients the issue
+//! names, and fresh credentials at every start that the walkthrough prints.
+
+use std::time::Duration;
+
+use fieldauth::config::ServeConfig;
+use fieldauth::demo;
+use oauth::{Issuer, OsRandom};
+use secrecy::{ExposeSecret, SecretString};
+use store::testing::TestDatabase;
+use store::{ClientType, Store, TenantId};
+
+use crate::helpers::on_both_backends;
+
+on_both_backends!(seeding_twice_keeps_one_set_of_records_and_renews_credentials);
+
+const NOW: i64 = 1_800_000_000;
+
+async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestDatabase) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let random = OsRandom::new();
+    let first = demo::seed(&store, &random, NOW).await.unwrap();
+    let second = demo::seed(&store, &random, NOW + 60).await.unwrap();
+
+    let id = TenantId::parse("demo").unwrap();
+    let tenant = store.tenant(&id);
+    assert_eq!(store.list_tenants().await.unwrap().len(), 1);
+    let clients = tenant.list_clients().await.unwrap();
+    let summary: Vec<_> = clients
+        .iter()
+        .map(|c| (c.client_id.as_str(), c.client_type))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("demo-spa", ClientType::Public),
+            ("demo-web", ClientType::Confidential)
+        ]
+    );
+    assert!(clients.iter().all(|c| c
+        .redirect_uris
+        .iter()
+        .all(|u| u.starts_with("http://127.0.0.1:"))));
+    assert_eq!(tenant.list_organizations().await.unwrap().len(), 2);
+
+    let alice = tenant
+        .find_user_by_username("alice")
+        .await
+        .unwrap()
+        .unwrap();
+    let bob = tenant.find_user_by_username("bob").await.unwrap().unwrap();
+    assert_eq!(
+        tenant.organizations_of(&alice.user_id).await.unwrap().len(),
+        2
+    );
+    assert_eq!(
+        tenant.organizations_of(&bob.user_id).await.unwrap().len(),
+        1
+    );
+
+    let verifies = |password: &SecretString, hash: &str| {
+        oauth::password::verify_password(password, hash).unwrap()
+    };
+    assert!(verifies(&second.alice_password, &alice.password_hash));
+    assert!(
+        !verifies(&first.alice_password, &alice.password_hash),
+        "the previous start's password is void"
+    );
+    assert!(verifies(&second.bob_password, &bob.password_hash));
+    let web = &clients[1];
+    assert!(oauth::secret::verify_secret(
+        &second.web_client_secret,
+        web.secret_hash.as_deref().unwrap()
+    ));
+    assert!(!oauth::secret::verify_secret(
+        &first.web_client_secret,
+        web.secret_hash.as_deref().unwrap()
+    ));
+
+    // The walkthrough's authorization URL carries the PKCE challenge of the verifier it prints.
+    let config = ServeConfig {
+        issuer: Issuer::parse("http://127.0.0.1:8080").unwrap(),
+        api_url: "http://127.0.0.1:8081".into(),
+        auth_listen: "127.0.0.1:8080".parse().unwrap(),
+        api_listen: "127.0.0.1:8081".parse().unwrap(),
+        key_reload_interval: Duration::from_secs(30),
+    };
+    let text = demo::walkthrough(&config, &second, &random).unwrap();
+    assert!(text.contains(second.alice_password.expose_secret()));
+    assert!(text.contains(second.web_client_secret.expose_secret()));
+    let url = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("http://127.0.0.1:8080/oauth/authorize?"))
+        .unwrap();
+    let verifier = text
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("PKCE code_verifier for the token exchange: ")
+        })
+        .unwrap();
+    let url = url::Url::parse(url).unwrap();
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap()
+    };
+    assert_eq!(param("tenant"), "demo");
+    assert_eq!(param("client_id"), "demo-spa");
+    assert_eq!(param("code_challenge_method"), "S256");
+    assert_eq!(
+        param("code_challenge"),
+        oauth::pkce::s256_challenge(verifier)
+    );
+    store.close().await;
+}
