@@ -28,23 +28,17 @@ use crate::provision::{ClientRequest, UserRequest};
 pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     let clock = SystemClock;
     let random = OsRandom::new();
-    // Settings are checked before anything touches the database.
-    let serve_config = match &cli.command {
-        Command::Serve(args) | Command::Demo(args) => Some(ServeConfig::from_args(args)?),
-        _ => None,
-    };
-    let store = Store::connect(&cli.database_url)
-        .await
-        .context("cannot open the database (--database-url)")?;
+    if let Command::Serve(args) | Command::Demo(args) = &cli.command {
+        // Settings are checked before anything touches the database.
+        let config = ServeConfig::from_args(args)?;
+        let store = open_store(&cli.database_url).await?;
+        let demo = matches!(cli.command, Command::Demo(_));
+        return serve_until_signal(&config, store, demo, &random).await;
+    }
+    let store = open_store(&cli.database_url).await?;
     let now = clock.now();
     let (report, json) = match cli.command {
-        Command::Serve(_) | Command::Demo(_) => {
-            let Some(config) = serve_config else {
-                anyhow::bail!("no serve configuration")
-            };
-            let demo = matches!(cli.command, Command::Demo(_));
-            return serve_until_signal(&config, store, demo, &random).await;
-        }
+        Command::Serve(_) | Command::Demo(_) => return Ok(()), // handled above
         Command::Tenant(TenantCommand::Create { tenant, name, json }) => (
             provision::create_tenant(&store, &tenant, name.as_deref(), now).await?,
             json,
@@ -116,6 +110,12 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     store.close().await;
     report.print(json);
     Ok(())
+}
+
+async fn open_store(url: &str) -> anyhow::Result<Store> {
+    Store::connect(url)
+        .await
+        .context("cannot open the database (--database-url)")
 }
 
 async fn serve_until_signal(

@@ -11,6 +11,7 @@ pub enum Entity {
     Organization,
     Membership,
     SigningKey,
+    AuthorizationCode,
 }
 
 impl fmt::Display for Entity {
@@ -22,6 +23,7 @@ impl fmt::Display for Entity {
             Entity::Organization => "organization",
             Entity::Membership => "membership",
             Entity::SigningKey => "signing key",
+            Entity::AuthorizationCode => "authorization code",
         })
     }
 }

@@ -1,22 +1,30 @@
 //! Persistence for fieldauth: the records of every tenant and the global signing keys, on
 //! SQLite (embedded default) or PostgreSQL, behind one API whose queries are written once.
 
+mod authorization_requests;
+mod browser_sessions;
 mod clients;
+mod codes;
 mod db;
 mod error;
 mod keys;
 mod organizations;
+mod signin_failures;
 mod tenant;
 mod tenants;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod users;
 
+pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
+pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientType, NewClient};
+pub use codes::NewAuthorizationCode;
 pub use db::{Backend, Store};
 pub use error::{Entity, StoreError};
 pub use keys::StoredSigningKey;
 pub use organizations::Organization;
+pub use signin_failures::{FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;
 pub use users::{NewUser, User};

@@ -3,7 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
-use store::{ClientType, Entity, NewClient, NewUser, Store, StoreError, TenantId};
+use store::{
+    ClientType, Entity, FailureSubject, NewAuthorizationCode, NewAuthorizationRequest, NewClient,
+    NewUser, Store, StoreError, TenantId,
+};
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
 macro_rules! on_both_backends {
@@ -33,6 +36,10 @@ on_both_backends!(
     memberships_need_known_user_and_organization_once,
     one_tenant_never_sees_another_tenants_records,
     signing_keys_newest_signs_and_retirement_rules,
+    authorization_requests_bind_to_a_browser_and_are_consumed_once,
+    browser_sessions_expire_and_stay_in_their_tenant,
+    authorization_codes_are_stored_once,
+    signin_failures_count_per_subject_and_restart_after_the_window,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -418,4 +425,281 @@ async fn postgres_reconnect_keeps_schema_and_data() {
 async fn unsupported_database_url_is_refused() {
     let err = Store::connect("mysql://localhost/db").await.unwrap_err();
     assert!(matches!(err, StoreError::UnsupportedUrl), "{err:?}");
+}
+
+/// A tenant with a client `web` and a user `u1`, for the flow records.
+async fn with_client_and_user(store: &Store, id: &str) -> TenantId {
+    let t = seeded(store, id).await;
+    let uris = vec!["https://app.example.com/cb".to_owned()];
+    let client = NewClient {
+        client_id: "web",
+        name: "Web",
+        secret_hash: None,
+        redirect_uris: &uris,
+        scopes: &[],
+    };
+    store.tenant(&t).create_client(&client, NOW).await.unwrap();
+    store
+        .tenant(&t)
+        .create_user(&user("u1", "alice"), NOW)
+        .await
+        .unwrap();
+    t
+}
+
+fn pending<'a>(request_hash: &'a [u8], browser_hash: &'a [u8]) -> NewAuthorizationRequest<'a> {
+    NewAuthorizationRequest {
+        request_hash,
+        client_id: "web",
+        redirect_uri: "https://app.example.com/cb",
+        scope: "openid jobs",
+        state: "st",
+        nonce: Some("n-1"),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        login_hint: None,
+        browser_hash,
+        csrf_hash: b"csrf",
+        user_id: None,
+        auth_time: None,
+        expires_at: NOW + 600,
+    }
+}
+
+async fn authorization_requests_bind_to_a_browser_and_are_consumed_once(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_request(&pending(b"req-1", b"browser-a"), NOW)
+        .await
+        .unwrap();
+    let found = tenant
+        .find_authorization_request(b"req-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            found.scope.as_str(),
+            found.nonce.as_deref(),
+            found.user_id.as_deref()
+        ),
+        ("openid jobs", Some("n-1"), None)
+    );
+    assert_eq!(found.expires_at, NOW + 600);
+
+    // Sign-in: only from the bound browser, and it moves the binding to the new session.
+    assert!(!tenant
+        .record_signin(b"req-1", b"browser-b", b"session-b", "u1", NOW + 5, NOW + 5)
+        .await
+        .unwrap());
+    assert!(tenant
+        .record_signin(b"req-1", b"browser-a", b"session-a", "u1", NOW + 5, NOW + 5)
+        .await
+        .unwrap());
+    let signed_in = tenant
+        .find_authorization_request(b"req-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (signed_in.user_id.as_deref(), signed_in.auth_time),
+        (Some("u1"), Some(NOW + 5))
+    );
+    assert_eq!(signed_in.browser_hash, b"session-a");
+
+    assert_eq!(
+        tenant
+            .consume_authorization_request(b"req-1", b"browser-a", NOW + 6)
+            .await
+            .unwrap(),
+        None,
+        "old binding"
+    );
+    let consumed = tenant
+        .consume_authorization_request(b"req-1", b"session-a", NOW + 6)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(consumed.consumed_at, Some(NOW + 6));
+    assert_eq!(
+        tenant
+            .consume_authorization_request(b"req-1", b"session-a", NOW + 7)
+            .await
+            .unwrap(),
+        None,
+        "twice"
+    );
+    assert!(!tenant
+        .record_signin(b"req-1", b"session-a", b"x", "u1", NOW + 8, NOW + 8)
+        .await
+        .unwrap());
+
+    tenant
+        .create_authorization_request(&pending(b"req-2", b"browser-a"), NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant
+            .consume_authorization_request(b"req-2", b"browser-a", NOW + 600)
+            .await
+            .unwrap(),
+        None,
+        "expired"
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .find_authorization_request(b"req-2")
+            .await
+            .unwrap(),
+        None
+    );
+    let unknown_client = NewAuthorizationRequest {
+        client_id: "nope",
+        ..pending(b"req-3", b"b")
+    };
+    let refused = tenant
+        .create_authorization_request(&unknown_client, NOW)
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::NotFound(Entity::Client))),
+        "{refused:?}"
+    );
+}
+
+async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_browser_session(b"s-1", "u1", NOW, NOW + 100, NOW)
+        .await
+        .unwrap();
+    let session = tenant
+        .find_browser_session(b"s-1", NOW + 99)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            session.user_id.as_str(),
+            session.auth_time,
+            session.expires_at
+        ),
+        ("u1", NOW, NOW + 100)
+    );
+    assert_eq!(
+        tenant
+            .find_browser_session(b"s-1", NOW + 100)
+            .await
+            .unwrap(),
+        None,
+        "expired"
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .find_browser_session(b"s-1", NOW)
+            .await
+            .unwrap(),
+        None
+    );
+    let ghost_user = tenant
+        .create_browser_session(b"s-2", "u9", NOW, NOW + 100, NOW)
+        .await;
+    assert!(
+        matches!(ghost_user, Err(StoreError::NotFound(Entity::User))),
+        "{ghost_user:?}"
+    );
+    tenant.delete_browser_session(b"s-1").await.unwrap();
+    assert_eq!(
+        tenant.find_browser_session(b"s-1", NOW).await.unwrap(),
+        None
+    );
+}
+
+async fn authorization_codes_are_stored_once(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let code = NewAuthorizationCode {
+        code_hash: b"code-1",
+        client_id: "web",
+        redirect_uri: "https://app.example.com/cb",
+        user_id: "u1",
+        organization_guid: "org-a",
+        scope: "openid",
+        nonce: None,
+        code_challenge: "c",
+        auth_time: NOW,
+        expires_at: NOW + 60,
+    };
+    store
+        .tenant(&t)
+        .create_authorization_code(&code, NOW)
+        .await
+        .unwrap();
+    let twice = store.tenant(&t).create_authorization_code(&code, NOW).await;
+    assert!(
+        matches!(twice, Err(StoreError::Conflict(Entity::AuthorizationCode))),
+        "{twice:?}"
+    );
+}
+
+async fn signin_failures_count_per_subject_and_restart_after_the_window(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    let alice = FailureSubject::Account("alice");
+    assert_eq!(tenant.signin_failures(alice).await.unwrap(), None);
+    for expected in 1..=3 {
+        let count = tenant
+            .record_signin_failure(alice, NOW + expected, NOW - 900)
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                count.failures,
+                count.first_failure_at,
+                count.last_failure_at
+            ),
+            (expected, NOW + 1, NOW + expected)
+        );
+    }
+    // The address and another tenant count apart.
+    let address = FailureSubject::Address("192.0.2.1");
+    assert_eq!(
+        tenant
+            .record_signin_failure(address, NOW, NOW - 900)
+            .await
+            .unwrap()
+            .failures,
+        1
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .record_signin_failure(alice, NOW, NOW - 900)
+            .await
+            .unwrap()
+            .failures,
+        1
+    );
+    // After the window the count starts over.
+    let later = NOW + 10_000;
+    let count = tenant
+        .record_signin_failure(alice, later, later - 900)
+        .await
+        .unwrap();
+    assert_eq!((count.failures, count.first_failure_at), (1, later));
+    tenant.clear_signin_failures(alice).await.unwrap();
+    assert_eq!(tenant.signin_failures(alice).await.unwrap(), None);
+    assert_eq!(
+        tenant
+            .signin_failures(address)
+            .await
+            .unwrap()
+            .unwrap()
+            .failures,
+        1
+    );
 }

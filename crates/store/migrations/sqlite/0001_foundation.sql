@@ -52,7 +52,9 @@ CREATE TABLE memberships (
         REFERENCES organizations (tenant_id, organization_guid) ON DELETE CASCADE
 );
 
--- A pending authorization request, between GET /oauth/authorize and the consent POST.
+-- A pending authorization request, from GET /oauth/authorize to the consent POST. The forms
+-- carry a random handle (stored hashed); the request is bound to the browser by the hash of
+-- its cookie, and to the user once one has signed in for it or brought a session.
 CREATE TABLE authorization_requests (
     tenant_id       TEXT    NOT NULL,
     request_hash    BLOB    NOT NULL,
@@ -62,11 +64,11 @@ CREATE TABLE authorization_requests (
     state           TEXT    NOT NULL,
     nonce           TEXT,
     code_challenge  TEXT    NOT NULL,
-    prompt          TEXT,
-    max_age         BIGINT,
     login_hint      TEXT,
-    session_hash    BLOB, -- the browser session the consent is bound to, once signed in
-    csrf_hash       BLOB,
+    browser_hash    BLOB    NOT NULL,
+    csrf_hash       BLOB    NOT NULL,
+    user_id         TEXT,
+    auth_time       BIGINT,
     created_at      BIGINT  NOT NULL,
     expires_at      BIGINT  NOT NULL,
     consumed_at     BIGINT,
@@ -138,6 +140,19 @@ CREATE TABLE authorization_codes (
     FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE
 );
 CREATE INDEX authorization_codes_expiry ON authorization_codes (tenant_id, expires_at);
+
+-- Failed sign-ins counted per account (kind 'account', key the username) and per client
+-- address (kind 'address'), for the delay-then-lock throttle. A row resets once its window
+-- has passed.
+CREATE TABLE signin_failures (
+    tenant_id         TEXT    NOT NULL,
+    kind              TEXT    NOT NULL CHECK (kind IN ('account', 'address')),
+    subject           TEXT    NOT NULL,
+    failures          BIGINT  NOT NULL,
+    first_failure_at  BIGINT  NOT NULL,
+    last_failure_at   BIGINT  NOT NULL,
+    PRIMARY KEY (tenant_id, kind, subject)
+);
 
 -- The issuer is global, so signing keys are the one table without a tenant.
 CREATE TABLE signing_keys (

@@ -1,0 +1,76 @@
+//! Signed-in browser sessions: the server-side record behind a tenant's session cookie.
+
+use crate::error::{Entity, StoreError};
+use crate::tenant::TenantStore;
+use crate::UnixTime;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrowserSession {
+    pub user_id: String,
+    pub auth_time: UnixTime,
+    pub created_at: UnixTime,
+    pub expires_at: UnixTime,
+}
+
+impl TenantStore<'_> {
+    pub async fn create_browser_session(
+        &self,
+        session_hash: &[u8],
+        user_id: &str,
+        auth_time: UnixTime,
+        expires_at: UnixTime,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO browser_sessions (tenant_id, session_hash, user_id, auth_time, created_at, \
+             expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(self.id_str())
+        .bind(session_hash.to_vec())
+        .bind(user_id)
+        .bind(auth_time)
+        .bind(now)
+        .bind(expires_at)
+        .execute(self.pool())
+        .await
+        .map_err(|e| match StoreError::is_foreign_key_violation(&e) {
+            true => StoreError::NotFound(Entity::User),
+            false => StoreError::from(e),
+        })?;
+        Ok(())
+    }
+
+    /// The live session behind a cookie; an expired one is as good as absent.
+    pub async fn find_browser_session(
+        &self,
+        session_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<Option<BrowserSession>, StoreError> {
+        let row: Option<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT user_id, auth_time, created_at, expires_at FROM browser_sessions \
+             WHERE tenant_id = $1 AND session_hash = $2 AND expires_at > $3",
+        )
+        .bind(self.id_str())
+        .bind(session_hash.to_vec())
+        .bind(now)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.map(
+            |(user_id, auth_time, created_at, expires_at)| BrowserSession {
+                user_id,
+                auth_time,
+                created_at,
+                expires_at,
+            },
+        ))
+    }
+
+    pub async fn delete_browser_session(&self, session_hash: &[u8]) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM browser_sessions WHERE tenant_id = $1 AND session_hash = $2")
+            .bind(self.id_str())
+            .bind(session_hash.to_vec())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! Authorization codes: stored as the hash of their random part, bound to everything the
+//! token endpoint must check.
+
+use crate::error::{Entity, StoreError};
+use crate::tenant::TenantStore;
+use crate::UnixTime;
+
+#[derive(Clone, Debug)]
+pub struct NewAuthorizationCode<'a> {
+    pub code_hash: &'a [u8],
+    pub client_id: &'a str,
+    pub redirect_uri: &'a str,
+    pub user_id: &'a str,
+    pub organization_guid: &'a str,
+    /// The approved scopes, space-delimited.
+    pub scope: &'a str,
+    pub nonce: Option<&'a str>,
+    pub code_challenge: &'a str,
+    pub auth_time: UnixTime,
+    pub expires_at: UnixTime,
+}
+
+impl TenantStore<'_> {
+    pub async fn create_authorization_code(
+        &self,
+        code: &NewAuthorizationCode<'_>,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO authorization_codes (tenant_id, code_hash, client_id, redirect_uri, \
+             user_id, organization_guid, scope, nonce, code_challenge, auth_time, created_at, \
+             expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(self.id_str())
+        .bind(code.code_hash.to_vec())
+        .bind(code.client_id)
+        .bind(code.redirect_uri)
+        .bind(code.user_id)
+        .bind(code.organization_guid)
+        .bind(code.scope)
+        .bind(code.nonce)
+        .bind(code.code_challenge)
+        .bind(code.auth_time)
+        .bind(now)
+        .bind(code.expires_at)
+        .execute(self.pool())
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, Entity::AuthorizationCode))?;
+        Ok(())
+    }
+}
