@@ -25,7 +25,7 @@ pub struct Cli {
     #[arg(long, env = "FIELDAUTH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
     pub log_format: LogFormat,
 
-    /// Log filter in `tracing` syntax, e.g. `info` or `info,fieldauth_oauth=debug`.
+    /// Log filter in `tracing` syntax, e.g. `info` or `info,oauth=debug`.
     #[arg(long, env = "FIELDAUTH_LOG", default_value = "info", global = true)]
     pub log: String,
 

@@ -42,6 +42,9 @@ fn check_api_url(value: &str) -> anyhow::Result<()> {
     if url.query().is_some() || url.fragment().is_some() {
         bail!("must not have a query or fragment");
     }
+    if !url.username().is_empty() || url.password().is_some() {
+        bail!("must not carry credentials");
+    }
     Ok(())
 }
 
@@ -74,6 +77,15 @@ mod tests {
             ServeConfig::from_args(&args("not a url", "https://api.example.com")).unwrap_err();
         assert!(
             format!("{err:#}").starts_with("--auth-url \"not a url\": "),
+            "{err:#}"
+        );
+        let err = ServeConfig::from_args(&args(
+            "https://id.example.com",
+            "https://u:p@api.example.com",
+        ))
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").ends_with("must not carry credentials"),
             "{err:#}"
         );
         let err = ServeConfig::from_args(&args("https://id.example.com", "ftp://x")).unwrap_err();

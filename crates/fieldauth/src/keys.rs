@@ -7,42 +7,48 @@ use store::Store;
 
 use crate::report::Report;
 
-pub async fn list(store: &Store) -> anyhow::Result<Report> {
+pub async fn list(store: &Store, now: UnixTime) -> anyhow::Result<Report> {
     let keys = store
         .list_signing_keys()
         .await
         .context("cannot list signing keys")?;
-    // The newest key that is not retired signs; the other active ones are only published.
-    let signing = keys
-        .iter()
-        .find(|k| k.retired_at.is_none())
-        .map(|k| k.kid.clone());
-    let status =
-        |k: &store::StoredSigningKey| match (k.retired_at, Some(&k.kid) == signing.as_ref()) {
-            (Some(_), _) => "retired",
-            (None, true) => "signing",
-            (None, false) => "published",
-        };
-    let text = keys
+    let signing = signing_kid(store, now).await?;
+    // Newest first: active keys before the signing one are published but not signing yet.
+    let mut before_signing = true;
+    let statuses: Vec<&str> = keys
         .iter()
         .map(|k| {
+            if k.retired_at.is_some() {
+                "retired"
+            } else if Some(&k.kid) == signing.as_ref() {
+                before_signing = false;
+                "signing"
+            } else if before_signing {
+                "pending"
+            } else {
+                "published"
+            }
+        })
+        .collect();
+    let text = keys
+        .iter()
+        .zip(&statuses)
+        .map(|(k, status)| {
             format!(
-                "{}\t{}\t{}\tcreated {}",
-                k.kid,
-                k.algorithm,
-                status(k),
-                k.created_at
+                "{}\t{}\t{status}\tcreated {}",
+                k.kid, k.algorithm, k.created_at
             )
         })
         .collect::<Vec<_>>()
         .join("\n");
     let list: Vec<_> = keys
         .iter()
-        .map(|k| {
+        .zip(&statuses)
+        .map(|(k, status)| {
             json!({
                 "kid": k.kid,
                 "alg": k.algorithm,
-                "status": status(k),
+                "status": status,
                 "created_at": k.created_at,
                 "retired_at": k.retired_at,
             })
@@ -57,11 +63,19 @@ pub async fn rotate(store: &Store, now: UnixTime) -> anyhow::Result<Report> {
         .context("cannot rotate the signing key")?;
     Ok(Report::new(
         json!({ "kid": kid }),
-        format!("new signing key {kid}; nodes sign with it after their next key reload"),
+        format!(
+            "new signing key {kid}: published at each node's next key reload, signing after {} s",
+            jose::PUBLISH_BEFORE_SIGNING
+        ),
     ))
 }
 
 pub async fn retire(store: &Store, kid: &str, now: UnixTime) -> anyhow::Result<Report> {
+    if signing_kid(store, now).await?.as_deref() == Some(kid) {
+        anyhow::bail!(
+            "cannot retire key {kid:?}: it signs tokens now; rotate first and retire it once the new key signs (keys list)"
+        );
+    }
     store
         .retire_signing_key(kid, now)
         .await
@@ -70,4 +84,12 @@ pub async fn retire(store: &Store, kid: &str, now: UnixTime) -> anyhow::Result<R
         json!({ "kid": kid, "retired_at": now }),
         format!("retired key {kid}; it leaves the JWKS at each node's next key reload"),
     ))
+}
+
+async fn signing_kid(store: &Store, now: UnixTime) -> anyhow::Result<Option<String>> {
+    let active = store
+        .active_signing_keys()
+        .await
+        .context("cannot read signing keys")?;
+    Ok(oauth::signing_index(&active, now).map(|i| active[i].kid.clone()))
 }

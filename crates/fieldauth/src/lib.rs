@@ -101,7 +101,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             provision::add_member(&store, &tenant, &org, &username, now).await?,
             json,
         ),
-        Command::Keys(KeysCommand::List { json }) => (keys::list(&store).await?, json),
+        Command::Keys(KeysCommand::List { json }) => (keys::list(&store, now).await?, json),
         Command::Keys(KeysCommand::Rotate { json }) => (keys::rotate(&store, now).await?, json),
         Command::Keys(KeysCommand::Retire { kid, json }) => {
             (keys::retire(&store, &kid, now).await?, json)
@@ -125,6 +125,8 @@ async fn serve_until_signal(
     random: &OsRandom,
 ) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    // Ports first: a busy port must stop the demo before it replaces the demo credentials.
+    let listeners = serve::bind_listeners(config).await?;
     let secrets = match demo {
         true => Some(
             demo::seed(&store, random, clock.now())
@@ -133,7 +135,7 @@ async fn serve_until_signal(
         ),
         false => None,
     };
-    let server = serve::start(config, store.clone(), clock).await?;
+    let server = serve::start_on(config, listeners, store.clone(), clock).await?;
     if let Some(secrets) = secrets {
         println!("{}", demo::walkthrough(config, &secrets, random)?);
     }

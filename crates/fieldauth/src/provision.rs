@@ -81,6 +81,11 @@ pub async fn create_client(
             })
             .collect::<anyhow::Result<Vec<_>>>()?,
     };
+    let mut seen = std::collections::HashSet::new();
+    let scopes: Vec<String> = scopes
+        .into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .collect();
     let name = non_empty(request.name.unwrap_or(client_id.as_str()), "--name")?;
     let secret = match request.confidential {
         true => Some(oauth::secret::generate_client_secret(random)?),

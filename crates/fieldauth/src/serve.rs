@@ -28,24 +28,12 @@ pub struct Server {
     tasks: JoinSet<()>,
 }
 
-/// Binds the configured addresses and starts serving.
-pub async fn start(
-    config: &ServeConfig,
-    store: Store,
-    clock: Arc<dyn Clock>,
-) -> anyhow::Result<Server> {
-    let auth_listener = bind(config.auth_listen, "--auth-listen").await?;
-    let api_listener = bind(config.api_listen, "--api-listen").await?;
-    start_on(
-        config,
-        Listeners {
-            auth: auth_listener,
-            api: api_listener,
-        },
-        store,
-        clock,
-    )
-    .await
+/// Binds the configured addresses; a busy port stops start-up with the flag that named it.
+pub async fn bind_listeners(config: &ServeConfig) -> anyhow::Result<Listeners> {
+    Ok(Listeners {
+        auth: bind(config.auth_listen, "--auth-listen").await?,
+        api: bind(config.api_listen, "--api-listen").await?,
+    })
 }
 
 /// Listeners bound by the caller: tests bind port 0 first, so the issuer URL can name the
@@ -68,6 +56,7 @@ pub async fn start_on(
     let signing_keys = SigningKeys::load_or_create(&store, clock.now())
         .await
         .context("cannot load the signing keys")?;
+    let reload_clock = Arc::clone(&clock);
     let oauth_state = OAuthState::new(
         OAuthConfig {
             issuer: config.issuer.clone(),
@@ -103,6 +92,7 @@ pub async fn start_on(
     tasks.spawn(reload_keys(
         signing_keys,
         store,
+        reload_clock,
         config.key_reload_interval,
         stopped,
     ));
@@ -157,6 +147,7 @@ async fn run_listener(
 async fn reload_keys(
     keys: SigningKeys,
     store: Store,
+    clock: Arc<dyn Clock>,
     every: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -164,7 +155,7 @@ async fn reload_keys(
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticks.tick() => match keys.reload(&store).await {
+            _ = ticks.tick() => match keys.reload(&store, clock.now()).await {
                 Ok(true) => tracing::info!("signing keys reloaded"),
                 Ok(false) => {}
                 Err(error) => tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded"),

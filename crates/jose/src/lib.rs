@@ -14,6 +14,9 @@ mod verify;
 pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
 pub use error::JoseError;
 pub use jwks::{Jwk, Jwks};
-pub use rotation::{generate_signing_key, GeneratedKey, KeyRing, SigningKey};
+pub use rotation::{
+    generate_signing_key, signing_key_index, GeneratedKey, KeyRing, SigningKey,
+    PUBLISH_BEFORE_SIGNING,
+};
 pub use sign::at_hash;
 pub use verify::{decode_header, verify_jwt, Header, Validation, VerificationKeys};

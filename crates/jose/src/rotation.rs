@@ -9,7 +9,7 @@ use aws_lc_rs::rsa::{KeyPair, KeySize};
 use aws_lc_rs::signature::KeyPair as _;
 
 use crate::jwks::{rsa_thumbprint, Jwk, Jwks};
-use crate::JoseError;
+use crate::{JoseError, UnixTime};
 
 /// RFC 7518 §3.3: RS256 keys of 2048 bits or more.
 const MIN_MODULUS_BITS: usize = 2048;
@@ -227,5 +227,49 @@ mod tests {
         );
         assert_eq!(ring.signing_key().kid(), generated.kid);
         assert_eq!(ring.jwks().keys, vec![signing_jwk, old]);
+    }
+}
+
+/// How long a new key is published in the JWKS before it signs: longer than a node's key
+/// reload (at most 60 s) plus the JWKS cache lifetime (60 s), so every verifier can know a
+/// key before it meets a token signed with it.
+pub const PUBLISH_BEFORE_SIGNING: UnixTime = 120;
+
+/// Which of the active keys signs at `now`, given their creation times newest first: the
+/// newest key published for at least [`PUBLISH_BEFORE_SIGNING`], or, while none is, the
+/// oldest (the longest published, and on a fresh install the only one). `None` for no keys.
+pub fn signing_key_index(created_newest_first: &[UnixTime], now: UnixTime) -> Option<usize> {
+    created_newest_first
+        .iter()
+        .position(|created| now - created >= PUBLISH_BEFORE_SIGNING)
+        .or_else(|| created_newest_first.len().checked_sub(1))
+}
+
+#[cfg(test)]
+mod lifecycle_tests {
+    use super::*;
+
+    #[test]
+    fn a_new_key_signs_only_after_it_has_been_published_long_enough() {
+        let now = 10_000;
+        assert_eq!(signing_key_index(&[], now), None);
+        assert_eq!(
+            signing_key_index(&[now], now),
+            Some(0),
+            "a fresh install signs at once"
+        );
+        let old = now - 86_400;
+        assert_eq!(
+            signing_key_index(&[now, old], now),
+            Some(1),
+            "just rotated: the old key signs"
+        );
+        assert_eq!(signing_key_index(&[now - 119, old], now), Some(1));
+        assert_eq!(signing_key_index(&[now - 120, old], now), Some(0));
+        assert_eq!(
+            signing_key_index(&[now, now - 60], now),
+            Some(1),
+            "none ready: the oldest"
+        );
     }
 }

@@ -35,6 +35,12 @@ impl Issuer {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(OAuthError::InvalidIssuer("it must not carry credentials"));
         }
+        // Endpoints are served at the root of the listener; an issuer path would advertise
+        // URLs nothing answers. A reverse proxy may still publish the server under its own
+        // host name.
+        if url.path() != "/" {
+            return Err(OAuthError::InvalidIssuer("it must not have a path"));
+        }
         Ok(Issuer {
             raw: value.to_owned(),
             url,
@@ -80,10 +86,10 @@ mod tests {
 
     #[test]
     fn endpoints_join_without_a_double_slash() {
-        let plain = Issuer::parse("https://id.example.com/auth").unwrap();
+        let plain = Issuer::parse("https://id.example.com").unwrap();
         assert_eq!(
             plain.endpoint("/oauth/jwks"),
-            "https://id.example.com/auth/oauth/jwks"
+            "https://id.example.com/oauth/jwks"
         );
         let slashed = Issuer::parse("https://id.example.com/").unwrap();
         assert_eq!(
@@ -93,13 +99,14 @@ mod tests {
     }
 
     #[test]
-    fn refuses_relative_foreign_scheme_query_fragment_and_credentials() {
+    fn refuses_relative_foreign_scheme_query_fragment_credentials_and_paths() {
         for bad in [
             "/oauth",
             "ftp://id.example.com",
             "https://id.example.com/?a=b",
             "https://id.example.com/#x",
             "https://user:pw@id.example.com",
+            "https://id.example.com/auth",
         ] {
             assert!(Issuer::parse(bad).is_err(), "{bad} was accepted");
         }

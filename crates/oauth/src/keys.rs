@@ -14,7 +14,9 @@ use crate::error::OAuthError;
 pub struct LoadedKeys {
     pub ring: KeyRing,
     pub jwks_json: Bytes,
+    /// The active kids newest first, and which of them signs: what a reload compares.
     kids: Vec<String>,
+    signing: usize,
 }
 
 /// Shared, cheaply cloned handle on the current keys.
@@ -29,7 +31,7 @@ impl SigningKeys {
         if store.active_signing_keys().await?.is_empty() {
             rotate_signing_key(store, now).await?;
         }
-        let loaded = load(store).await?;
+        let loaded = parse(store.active_signing_keys().await?, now).await?;
         Ok(SigningKeys {
             current: Arc::new(RwLock::new(Arc::new(loaded))),
         })
@@ -45,15 +47,17 @@ impl SigningKeys {
         }
     }
 
-    /// Reads the table and swaps in a new ring when the set of keys changed. Returns
-    /// whether it changed.
-    pub async fn reload(&self, store: &Store) -> Result<bool, OAuthError> {
+    /// Reads the table and swaps in a new ring when the set of keys, or the one that signs
+    /// (a new key starts signing once published long enough), changed. Returns whether it
+    /// changed.
+    pub async fn reload(&self, store: &Store, now: UnixTime) -> Result<bool, OAuthError> {
         let active = store.active_signing_keys().await?;
         let kids: Vec<&str> = active.iter().map(|k| k.kid.as_str()).collect();
-        if self.current().kids == kids {
+        let current = self.current();
+        if current.kids == kids && Some(current.signing) == signing_index(&active, now) {
             return Ok(false);
         }
-        let loaded = Arc::new(parse(active).await?);
+        let loaded = Arc::new(parse(active, now).await?);
         match self.current.write() {
             Ok(mut guard) => *guard = loaded,
             Err(poisoned) => *poisoned.into_inner() = loaded,
@@ -75,21 +79,26 @@ pub async fn rotate_signing_key(store: &Store, now: UnixTime) -> Result<String, 
     Ok(generated.kid)
 }
 
-async fn load(store: &Store) -> Result<LoadedKeys, OAuthError> {
-    parse(store.active_signing_keys().await?).await
+/// Which active key signs at `now` (the lifecycle rule of `jose`).
+pub fn signing_index(active: &[store::StoredSigningKey], now: UnixTime) -> Option<usize> {
+    let created: Vec<UnixTime> = active.iter().map(|k| k.created_at).collect();
+    jose::signing_key_index(&created, now)
 }
 
-async fn parse(active: Vec<store::StoredSigningKey>) -> Result<LoadedKeys, OAuthError> {
+async fn parse(
+    active: Vec<store::StoredSigningKey>,
+    now: UnixTime,
+) -> Result<LoadedKeys, OAuthError> {
+    let signing = signing_index(&active, now).ok_or(OAuthError::NoSigningKey)?;
     // Parsing an RSA private key validates it, which costs CPU: keep it off the runtime.
     tokio::task::spawn_blocking(move || {
-        let mut keys = active
+        let mut parsed = active
             .iter()
-            .map(|k| SigningKey::from_pkcs8(&k.kid, &k.private_key));
-        let signing = keys.next().ok_or(OAuthError::NoSigningKey)??;
-        let others = keys
-            .map(|k| k.map(|k| k.public_jwk().clone()))
+            .map(|k| SigningKey::from_pkcs8(&k.kid, &k.private_key))
             .collect::<Result<Vec<_>, _>>()?;
-        let ring = KeyRing::new(signing, others);
+        let signing_key = parsed.remove(signing);
+        let others = parsed.iter().map(|k| k.public_jwk().clone()).collect();
+        let ring = KeyRing::new(signing_key, others);
         let jwks_json =
             Bytes::from(serde_json::to_vec(ring.jwks()).map_err(jose::JoseError::Serialize)?);
         let kids = active.into_iter().map(|k| k.kid).collect();
@@ -97,6 +106,7 @@ async fn parse(active: Vec<store::StoredSigningKey>) -> Result<LoadedKeys, OAuth
             ring,
             jwks_json,
             kids,
+            signing,
         })
     })
     .await

@@ -24,7 +24,7 @@ pub use client_id::ClientId;
 pub use discovery::metadata;
 pub use error::{error_chain, OAuthError};
 pub use issuer::Issuer;
-pub use keys::{rotate_signing_key, LoadedKeys, SigningKeys};
+pub use keys::{rotate_signing_key, signing_index, LoadedKeys, SigningKeys};
 pub use random::{OsRandom, RandomSource};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;

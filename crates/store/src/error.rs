@@ -34,8 +34,8 @@ pub enum StoreError {
     Conflict(Entity),
     #[error("{0} not found")]
     NotFound(Entity),
-    #[error("the key signing tokens now cannot be retired; rotate first")]
-    SigningKeyInUse,
+    #[error("the last active signing key cannot be retired; rotate first")]
+    LastActiveKey,
     #[error("invalid tenant id: {0}")]
     InvalidTenantId(&'static str),
     #[error("unsupported database URL scheme (expected sqlite:// or postgres://)")]

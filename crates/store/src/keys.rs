@@ -83,26 +83,27 @@ impl Store {
     }
 
     /// Takes a key out of the JWKS. `NotFound` for an unknown or already retired key;
-    /// `SigningKeyInUse` for the current signing key, which must be replaced by a rotation first,
-    /// or tokens would be signed by a key no verifier can find.
+    /// `LastActiveKey` for the only active key, which would leave nothing to sign with.
+    /// Which key signs at a given time is the key lifecycle's rule (`jose`), checked by the
+    /// caller.
     pub async fn retire_signing_key(&self, kid: &str, now: UnixTime) -> Result<(), StoreError> {
         let active = self.active_signing_keys().await?;
-        match active.iter().position(|k| k.kid == kid) {
-            None => Err(StoreError::NotFound(Entity::SigningKey)),
-            Some(0) => Err(StoreError::SigningKeyInUse),
-            Some(_) => {
-                let done = sqlx::query(
-                    "UPDATE signing_keys SET retired_at = $1 WHERE kid = $2 AND retired_at IS NULL",
-                )
-                .bind(now)
-                .bind(kid)
-                .execute(&self.pool)
-                .await?;
-                match done.rows_affected() {
-                    1 => Ok(()),
-                    _ => Err(StoreError::NotFound(Entity::SigningKey)),
-                }
-            }
+        if !active.iter().any(|k| k.kid == kid) {
+            return Err(StoreError::NotFound(Entity::SigningKey));
+        }
+        if active.len() == 1 {
+            return Err(StoreError::LastActiveKey);
+        }
+        let done = sqlx::query(
+            "UPDATE signing_keys SET retired_at = $1 WHERE kid = $2 AND retired_at IS NULL",
+        )
+        .bind(now)
+        .bind(kid)
+        .execute(&self.pool)
+        .await?;
+        match done.rows_affected() {
+            1 => Ok(()),
+            _ => Err(StoreError::NotFound(Entity::SigningKey)),
         }
     }
 }

@@ -366,17 +366,14 @@ async fn signing_keys_newest_signs_and_retirement_rules(store: Store) {
     assert_eq!(active[0].private_key, b"der-2");
     assert_eq!(active[0].algorithm, "RS256");
 
-    let in_use = store.retire_signing_key("alpha", NOW + 30).await;
-    assert!(
-        matches!(in_use, Err(StoreError::SigningKeyInUse)),
-        "{in_use:?}"
-    );
     store.retire_signing_key("zulu", NOW + 30).await.unwrap();
     let twice = store.retire_signing_key("zulu", NOW + 40).await;
     assert!(
         matches!(twice, Err(StoreError::NotFound(Entity::SigningKey))),
         "{twice:?}"
     );
+    let last = store.retire_signing_key("alpha", NOW + 40).await;
+    assert!(matches!(last, Err(StoreError::LastActiveKey)), "{last:?}");
     let unknown = store.retire_signing_key("nope", NOW + 40).await;
     assert!(
         matches!(unknown, Err(StoreError::NotFound(Entity::SigningKey))),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use fieldauth::config::ServeConfig;
 use fieldauth::serve::{self, Listeners, Server};
+use jose::{Clock, ManualClock, SystemClock};
 use oauth::Issuer;
 use store::testing::TestDatabase;
 use store::Store;
@@ -40,6 +41,9 @@ pub struct TestApp {
     pub issuer: String,
     pub api_url: String,
     pub http: reqwest::Client,
+    /// The server's clock: starts at the real time (the CLI writes real times) and moves
+    /// only when a test says so.
+    pub clock: Arc<ManualClock>,
     server: Option<Server>,
 }
 
@@ -59,11 +63,12 @@ impl TestApp {
             key_reload_interval: Duration::from_millis(200),
         };
         let store = Store::connect(&db.url).await.unwrap();
+        let clock = Arc::new(ManualClock::new(SystemClock.now()));
         let server = serve::start_on(
             &config,
             Listeners { auth, api },
             store.clone(),
-            Arc::new(jose::SystemClock),
+            clock.clone(),
         )
         .await
         .unwrap();
@@ -77,6 +82,7 @@ impl TestApp {
             issuer,
             api_url,
             http,
+            clock,
             server: Some(server),
         }
     }
@@ -199,7 +205,7 @@ where
 
 /// `TEST_LOG=1` shows the server's logs.
 fn init_test_log() {
-    if std::env::var("TEST_LOG").is_ok() {
+    if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter("debug")
             .with_test_writer()
