@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod browser;
 mod cli;
 mod demo;
 mod discovery;
