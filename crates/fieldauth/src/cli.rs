@@ -93,6 +93,22 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_KEY_RELOAD_SECONDS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=60))]
     pub key_reload_seconds: u64,
+
+    /// Failed sign-ins on one username (within 15 minutes) before it is locked; each failure
+    /// before that doubles the wait before the next attempt (1, 2, 4 … s).
+    #[arg(long, env = "FIELDAUTH_SIGNIN_MAX_FAILURES", default_value_t = 5,
+          value_parser = clap::value_parser!(i64).range(1..=1000))]
+    pub signin_max_failures: i64,
+
+    /// Failed sign-ins from one client address, across usernames, before it is locked.
+    #[arg(long, env = "FIELDAUTH_SIGNIN_MAX_FAILURES_PER_ADDRESS", default_value_t = 50,
+          value_parser = clap::value_parser!(i64).range(1..=100000))]
+    pub signin_max_failures_per_address: i64,
+
+    /// Seconds a locked username or address stays locked.
+    #[arg(long, env = "FIELDAUTH_SIGNIN_LOCK_SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(i64).range(1..=86400))]
+    pub signin_lock_seconds: i64,
 }
 
 #[derive(Debug, Subcommand)]

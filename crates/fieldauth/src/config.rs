@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use oauth::Issuer;
+use oauth::{Issuer, ThrottlePolicy};
 use url::Url;
 
 use crate::cli::ServeArgs;
@@ -17,6 +17,7 @@ pub struct ServeConfig {
     pub auth_listen: SocketAddr,
     pub api_listen: SocketAddr,
     pub key_reload_interval: Duration,
+    pub throttle: ThrottlePolicy,
 }
 
 impl ServeConfig {
@@ -30,6 +31,11 @@ impl ServeConfig {
             auth_listen: args.auth_listen,
             api_listen: args.api_listen,
             key_reload_interval: Duration::from_secs(args.key_reload_seconds),
+            throttle: ThrottlePolicy {
+                max_account_failures: args.signin_max_failures,
+                max_address_failures: args.signin_max_failures_per_address,
+                lock_seconds: args.signin_lock_seconds,
+            },
         })
     }
 }
@@ -59,6 +65,9 @@ mod tests {
             auth_listen: "127.0.0.1:0".parse().unwrap(),
             api_listen: "127.0.0.1:0".parse().unwrap(),
             key_reload_seconds: 30,
+            signin_max_failures: 5,
+            signin_max_failures_per_address: 50,
+            signin_lock_seconds: 300,
         }
     }
 

@@ -61,12 +61,15 @@ pub async fn start_on(
         OAuthConfig {
             issuer: config.issuer.clone(),
             api_audience: config.api_url.clone(),
+            throttle: config.throttle,
         },
         store.clone(),
         signing_keys.clone(),
         clock,
         Arc::new(OsRandom::new()),
-    );
+    )
+    .await
+    .context("cannot prepare the authorization server")?;
     let api_state = api::ApiState {
         store: store.clone(),
         issuer: config.issuer.as_str().to_owned(),
@@ -135,9 +138,12 @@ async fn run_listener(
     let shutdown = async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    if let Err(error) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    if let Err(error) = axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
     {
         tracing::error!(listener = name, %error, "listener stopped");
     }

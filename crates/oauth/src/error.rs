@@ -9,6 +9,19 @@ pub enum OAuthError {
     InvalidIssuer(&'static str),
     #[error("invalid redirect URI: {0}")]
     InvalidRedirectUri(&'static str),
+    /// The tenant, client or redirect URI cannot be trusted: shown, never redirected
+    /// (RFC 6749 §4.1.2.1).
+    #[error("untrusted authorization request: {0}")]
+    UntrustedRequest(&'static str),
+    /// An authorization error for a verified redirect URI.
+    #[error("authorization error {}", .0.error.as_str())]
+    Redirect(Box<crate::authorize::redirect::ErrorRedirect>),
+    /// A sign-in or consent form that cannot continue: expired, replayed, altered, from
+    /// another browser.
+    #[error("authorization flow refused: {0}")]
+    InvalidFlow(&'static str),
+    #[error("malformed request: {0}")]
+    InvalidForm(&'static str),
     #[error("invalid username: {0}")]
     InvalidUsername(&'static str),
     #[error("invalid client_id: {0}")]
@@ -37,6 +50,10 @@ impl IntoResponse for OAuthError {
             OAuthError::Store(store::StoreError::Unavailable(_)) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
             }
+            OAuthError::InvalidForm(_)
+            | OAuthError::UntrustedRequest(_)
+            | OAuthError::Redirect(_)
+            | OAuthError::InvalidFlow(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
             OAuthError::InvalidIssuer(_)
             | OAuthError::InvalidRedirectUri(_)
             | OAuthError::InvalidUsername(_)
@@ -51,7 +68,10 @@ impl IntoResponse for OAuthError {
             | OAuthError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         };
         // The detail is logged once, here; the client learns only the RFC 6749 error code.
-        tracing::error!(error = %error_chain(&self), "request failed");
+        match status.is_server_error() {
+            true => tracing::error!(error = %error_chain(&self), "request failed"),
+            false => tracing::debug!(error = %self, "request refused"),
+        }
         let body = format!(r#"{{"error":"{code}"}}"#);
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();

@@ -1,12 +1,16 @@
 //! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
 //! modules) authorization, token, userinfo and revocation.
 
+pub mod authorize;
 mod client_id;
+mod consent;
 mod discovery;
 mod error;
 mod issuer;
 mod jwks;
 mod keys;
+mod pages;
+mod params;
 pub mod password;
 pub mod paths;
 pub mod pkce;
@@ -14,10 +18,13 @@ mod random;
 mod redirect_uri;
 mod scope;
 pub mod secret;
+mod session;
+mod signin;
 mod state;
+mod throttle;
 mod username;
 
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 pub use client_id::ClientId;
@@ -28,7 +35,8 @@ pub use keys::{rotate_signing_key, signing_index, LoadedKeys, SigningKeys};
 pub use random::{OsRandom, RandomSource};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
-pub use state::{OAuthConfig, OAuthState};
+pub use state::{OAuthConfig, OAuthState, SignInSettings};
+pub use throttle::ThrottlePolicy;
 pub use username::Username;
 
 /// The routes of the auth listener. Health, logging and request ids are added by the binary.
@@ -40,5 +48,11 @@ pub fn router(state: OAuthState) -> Router {
             get(discovery::serve_metadata),
         )
         .route(paths::JWKS, get(jwks::serve_jwks))
+        .route(
+            paths::AUTHORIZE,
+            get(authorize::get_authorize).post(consent::post_consent),
+        )
+        .route(paths::SIGNIN, post(signin::post_signin))
+        .route(paths::STYLESHEET, get(pages::serve_stylesheet))
         .with_state(state)
 }

@@ -45,6 +45,21 @@ impl Scope {
         }
     }
 
+    /// What the consent screen says the scope gives.
+    pub fn description(self) -> &'static str {
+        match self {
+            Scope::OpenId => "Confirm who you are (sign you in)",
+            Scope::Profile => "See your name and username",
+            Scope::Email => "See your email address",
+            Scope::OfflineAccess => "Stay connected when you are not using it",
+            Scope::Jobs => "Jobs: job lists, assignments and completion reports",
+            Scope::WorkOrders => "Work orders and contracts",
+            Scope::Customers => "Customers: records, properties and billing profiles",
+            Scope::Invoices => "Invoices: create invoices and record payments",
+            Scope::Employees => "Employees: staff rosters and schedules",
+        }
+    }
+
     /// Scope names are case-sensitive (RFC 6749 §3.3).
     pub fn parse(value: &str) -> Result<Scope, OAuthError> {
         Scope::ALL

@@ -4,19 +4,36 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use jose::Clock;
+use secrecy::SecretString;
 use store::Store;
+use tokio::sync::Semaphore;
 
 use crate::discovery;
+use crate::error::OAuthError;
 use crate::issuer::Issuer;
 use crate::keys::SigningKeys;
+use crate::password;
 use crate::random::RandomSource;
+use crate::throttle::ThrottlePolicy;
 
-/// What the deployment decides: the issuer and the API audience.
+/// What the deployment decides.
 #[derive(Clone, Debug)]
 pub struct OAuthConfig {
     pub issuer: Issuer,
     /// `{api_url}`: the `aud` of access tokens.
     pub api_audience: String,
+    pub throttle: ThrottlePolicy,
+}
+
+/// What sign-in needs beyond the store.
+#[derive(Clone, Debug)]
+pub struct SignInSettings {
+    pub throttle: ThrottlePolicy,
+    /// Argon2id runs at most this many at once (one per core): each holds 19 MiB and a core.
+    pub password_permits: Arc<Semaphore>,
+    /// A hash of a random password, verified against when the username is unknown, so an
+    /// unknown user costs the same time as a wrong password.
+    pub dummy_hash: Arc<str>,
 }
 
 #[derive(Clone, Debug)]
@@ -26,26 +43,36 @@ pub struct OAuthState {
     pub signing_keys: SigningKeys,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn RandomSource>,
+    pub signin: SignInSettings,
     discovery_json: Bytes,
 }
 
 impl OAuthState {
-    pub fn new(
+    pub async fn new(
         config: OAuthConfig,
         store: Store,
         signing_keys: SigningKeys,
         clock: Arc<dyn Clock>,
         random: Arc<dyn RandomSource>,
-    ) -> OAuthState {
+    ) -> Result<OAuthState, OAuthError> {
         let discovery_json = Bytes::from(discovery::metadata(&config.issuer).to_string());
-        OAuthState {
+        let dummy_password = SecretString::from(random.token()?);
+        let dummy_hash = password::hash_password(dummy_password, random.as_ref()).await?;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let signin = SignInSettings {
+            throttle: config.throttle,
+            password_permits: Arc::new(Semaphore::new(cores)),
+            dummy_hash: Arc::from(dummy_hash),
+        };
+        Ok(OAuthState {
             config: Arc::new(config),
             store,
             signing_keys,
             clock,
             random,
+            signin,
             discovery_json,
-        }
+        })
     }
 
     pub(crate) fn discovery_json(&self) -> Bytes {

@@ -20,7 +20,39 @@ pub struct NewAuthorizationCode<'a> {
     pub expires_at: UnixTime,
 }
 
+/// A stored code, as the token endpoint reads it.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct AuthorizationCode {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub user_id: String,
+    pub organization_guid: String,
+    pub scope: String,
+    pub nonce: Option<String>,
+    pub code_challenge: String,
+    pub auth_time: i64,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub redeemed_at: Option<i64>,
+    pub family_id: Option<String>,
+}
+
 impl TenantStore<'_> {
+    pub async fn find_authorization_code(
+        &self,
+        code_hash: &[u8],
+    ) -> Result<Option<AuthorizationCode>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
+             code_challenge, auth_time, created_at, expires_at, redeemed_at, family_id \
+             FROM authorization_codes WHERE tenant_id = $1 AND code_hash = $2",
+        )
+        .bind(self.id_str())
+        .bind(code_hash.to_vec())
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
     pub async fn create_authorization_code(
         &self,
         code: &NewAuthorizationCode<'_>,

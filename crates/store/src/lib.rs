@@ -19,7 +19,7 @@ mod users;
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientType, NewClient};
-pub use codes::NewAuthorizationCode;
+pub use codes::{AuthorizationCode, NewAuthorizationCode};
 pub use db::{Backend, Store};
 pub use error::{Entity, StoreError};
 pub use keys::StoredSigningKey;

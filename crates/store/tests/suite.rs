@@ -635,6 +635,29 @@ async fn authorization_codes_are_stored_once(store: Store) {
         .create_authorization_code(&code, NOW)
         .await
         .unwrap();
+    let stored = store
+        .tenant(&t)
+        .find_authorization_code(b"code-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            stored.organization_guid.as_str(),
+            stored.expires_at,
+            stored.redeemed_at
+        ),
+        ("org-a", NOW + 60, None)
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .find_authorization_code(b"code-1")
+            .await
+            .unwrap(),
+        None
+    );
     let twice = store.tenant(&t).create_authorization_code(&code, NOW).await;
     assert!(
         matches!(twice, Err(StoreError::Conflict(Entity::AuthorizationCode))),

@@ -84,6 +84,7 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         auth_listen: "127.0.0.1:8080".parse().unwrap(),
         api_listen: "127.0.0.1:8081".parse().unwrap(),
         key_reload_interval: Duration::from_secs(30),
+        throttle: oauth::ThrottlePolicy::default(),
     };
     let text = demo::walkthrough(&config, &second, &random).unwrap();
     assert!(text.contains(second.alice_password.expose_secret()));

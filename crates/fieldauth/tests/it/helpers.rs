@@ -49,6 +49,10 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn spawn(db: TestDatabase) -> TestApp {
+        TestApp::spawn_with_throttle(db, oauth::ThrottlePolicy::default()).await
+    }
+
+    pub async fn spawn_with_throttle(db: TestDatabase, throttle: oauth::ThrottlePolicy) -> TestApp {
         init_test_log();
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -61,6 +65,7 @@ impl TestApp {
             api_listen: api.local_addr().unwrap(),
             // Short, so a rotation by the CLI shows within the tests' patience.
             key_reload_interval: Duration::from_millis(200),
+            throttle,
         };
         let store = Store::connect(&db.url).await.unwrap();
         let clock = Arc::new(ManualClock::new(SystemClock.now()));
@@ -109,6 +114,20 @@ impl TestApp {
     /// Runs the binary against this app's database.
     pub fn cli(&self, args: &[&str]) -> Output {
         cli(&self.db, args, None)
+    }
+
+    /// The server's time now.
+    pub fn clock_now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// A new browser: its own cookie jar, redirects not followed.
+    pub fn browser(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .cookie_store(true)
+            .build()
+            .unwrap()
     }
 
     pub async fn stop(mut self) {

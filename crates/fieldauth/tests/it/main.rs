@@ -4,9 +4,13 @@
 
 mod helpers;
 
+mod authorize;
 mod browser;
 mod cli;
+mod consent;
 mod demo;
 mod discovery;
+mod flow;
 mod keys;
+mod signin;
 mod startup;

@@ -1,0 +1,276 @@
+//! `GET /oauth/authorize` (RFC 6749 §4.1.1–4.1.2.1, RFC 7636 §4.3, RFC 9207, OpenID Connect
+//! Core §3.1.2): what is refused with a page, what is refused with a redirect, and sessions.
+
+use store::testing::TestDatabase;
+
+use crate::flow::{self, authorize_url, location_params, param, seed, REDIRECT_URI};
+use crate::helpers::{on_both_backends, TestApp};
+
+/// Parameters to replace, add or (with `None`) remove in a valid authorization request.
+type Overrides<'a> = Vec<(&'a str, Option<&'a str>)>;
+
+on_both_backends!(
+    untrusted_tenant_client_or_redirect_uri_get_a_400_page_and_no_redirect,
+    invalid_requests_redirect_with_the_rfc_error_state_and_iss,
+    prompt_none_is_login_required_without_a_session_and_consent_required_with_one,
+    a_signed_in_browser_skips_sign_in_unless_prompt_login_or_max_age_says_otherwise,
+    sign_in_page_prefills_login_hint_and_sends_security_headers_and_cookie,
+);
+
+/// RFC 6749 §4.1.2.1: never redirect to an unverified redirect URI.
+async fn untrusted_tenant_client_or_redirect_uri_get_a_400_page_and_no_redirect(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let cases: Vec<(Overrides, &str)> = vec![
+        (vec![("tenant", None)], "does not name a tenant"),
+        (
+            vec![("tenant", Some("ghost"))],
+            "tenant in the request does not exist",
+        ),
+        (vec![("tenant", Some("Not.Valid"))], "not a valid tenant id"),
+        (vec![("client_id", None)], "client_id is missing"),
+        (
+            vec![("client_id", Some("nope"))],
+            "is not registered with this tenant",
+        ),
+        (vec![("redirect_uri", None)], "has no redirect_uri"),
+        (
+            vec![("redirect_uri", Some("http://127.0.0.1:9/callback/"))],
+            "redirect_uri is not registered",
+        ),
+        (
+            vec![("redirect_uri", Some("https://evil.example.com/cb"))],
+            "redirect_uri is not registered",
+        ),
+        (
+            vec![("redirect_uri", Some("https://app.example.com/cb"))],
+            "redirect_uri is not registered",
+        ),
+    ];
+    for (overrides, message) in cases {
+        let url = authorize_url(&app, &overrides);
+        assert_untrusted(&app, &url, message).await;
+    }
+    for repeated in ["tenant", "client_id", "redirect_uri"] {
+        let url = format!("{}&{repeated}=x", authorize_url(&app, &[]));
+        assert_untrusted(&app, &url, &format!("The {repeated} parameter is repeated")).await;
+    }
+    app.stop().await;
+}
+
+async fn assert_untrusted(app: &TestApp, url: &str, message: &str) {
+    let response = app.get(url).await;
+    assert_eq!(response.status(), 400, "{url}");
+    assert!(
+        response.headers().get("location").is_none(),
+        "{url} redirected"
+    );
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/html; charset=utf-8"
+    );
+    let body = response.text().await.unwrap();
+    assert!(
+        body.contains(message),
+        "{url}: page does not say {message:?}: {body}"
+    );
+}
+
+/// RFC 6749 §4.1.2.1 with RFC 9207 `iss`, and `state` echoed whenever it was sent once.
+async fn invalid_requests_redirect_with_the_rfc_error_state_and_iss(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let cases: Vec<(Overrides, &str)> = vec![
+        (
+            vec![("response_type", Some("token"))],
+            "unsupported_response_type",
+        ),
+        (
+            vec![("response_type", Some("code id_token"))],
+            "unsupported_response_type",
+        ),
+        (vec![("response_type", None)], "invalid_request"),
+        (vec![("code_challenge", None)], "invalid_request"),
+        (
+            vec![("code_challenge_method", Some("plain"))],
+            "invalid_request",
+        ),
+        (vec![("code_challenge_method", None)], "invalid_request"),
+        (
+            vec![("code_challenge", Some("too-short"))],
+            "invalid_request",
+        ),
+        (
+            vec![(
+                "code_challenge",
+                Some("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-c="),
+            )],
+            "invalid_request",
+        ),
+        (vec![("scope", Some("openid admin"))], "invalid_scope"),
+        (vec![("scope", Some("openid invoices"))], "invalid_scope"),
+        (vec![("scope", None)], "invalid_request"),
+        (vec![("prompt", Some("none login"))], "invalid_request"),
+        (vec![("max_age", Some("soon"))], "invalid_request"),
+        (
+            vec![("request", Some("eyJhbGciOiJub25lIn0.e30."))],
+            "request_not_supported",
+        ),
+    ];
+    for (overrides, error) in cases {
+        let url = authorize_url(&app, &overrides);
+        assert_redirect_error(&app, &url, error, Some("state-123")).await;
+    }
+    // A repeated parameter other than the three trusted ones.
+    let repeated = format!("{}&scope=jobs", authorize_url(&app, &[]));
+    assert_redirect_error(&app, &repeated, "invalid_request", Some("state-123")).await;
+    // Without state, or with it twice, there is no state to echo.
+    assert_redirect_error(
+        &app,
+        &authorize_url(&app, &[("state", None)]),
+        "invalid_request",
+        None,
+    )
+    .await;
+    let twice = format!("{}&state=other", authorize_url(&app, &[]));
+    assert_redirect_error(&app, &twice, "invalid_request", None).await;
+    app.stop().await;
+}
+
+async fn assert_redirect_error(app: &TestApp, url: &str, error: &str, state: Option<&str>) {
+    let response = app.get(url).await;
+    assert_eq!(response.status(), 302, "{url}");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let (base, pairs) = location_params(&response);
+    assert_eq!(base, REDIRECT_URI, "{url}");
+    assert_eq!(param(&pairs, "error"), Some(error), "{url}");
+    assert!(
+        param(&pairs, "error_description").is_some_and(|d| !d.is_empty()),
+        "{url}"
+    );
+    assert_eq!(param(&pairs, "state"), state, "{url}");
+    assert_eq!(param(&pairs, "iss"), Some(app.issuer.as_str()), "{url}");
+    assert_eq!(param(&pairs, "code"), None, "{url}");
+}
+
+/// OpenID Connect Core §3.1.2.6: prompt=none never shows a page.
+async fn prompt_none_is_login_required_without_a_session_and_consent_required_with_one(
+    db: TestDatabase,
+) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let url = authorize_url(&app, &[("prompt", Some("none"))]);
+    let browser = app.browser();
+    let response = browser.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    let (_, pairs) = location_params(&response);
+    assert_eq!(
+        (param(&pairs, "error"), param(&pairs, "state")),
+        (Some("login_required"), Some("state-123"))
+    );
+
+    flow::signed_in_consent_page(&app, &browser, &authorize_url(&app, &[]), "alice").await;
+    let response = browser.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 302);
+    let (_, pairs) = location_params(&response);
+    assert_eq!(param(&pairs, "error"), Some("consent_required"));
+    assert_eq!(param(&pairs, "iss"), Some(app.issuer.as_str()));
+    app.stop().await;
+}
+
+/// A session is reused within the tenant; prompt=login and an exceeded max_age force a
+/// fresh sign-in (OpenID Connect Core §3.1.2.1).
+async fn a_signed_in_browser_skips_sign_in_unless_prompt_login_or_max_age_says_otherwise(
+    db: TestDatabase,
+) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let browser = app.browser();
+    flow::signed_in_consent_page(&app, &browser, &authorize_url(&app, &[]), "alice").await;
+    let page = |url: String| {
+        let browser = browser.clone();
+        async move {
+            browser
+                .get(&url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let again = page(authorize_url(&app, &[])).await;
+    assert!(
+        again.contains("name=\"decision\"") && again.contains("alice Example"),
+        "consent expected: {again}"
+    );
+    assert!(page(authorize_url(&app, &[("prompt", Some("login"))]))
+        .await
+        .contains(">Sign in</button>"));
+    app.clock.advance(61);
+    assert!(page(authorize_url(&app, &[("max_age", Some("60"))]))
+        .await
+        .contains(">Sign in</button>"));
+    assert!(page(authorize_url(&app, &[("max_age", Some("3600"))]))
+        .await
+        .contains("name=\"decision\""));
+    // Another browser has no session.
+    let stranger = app
+        .browser()
+        .get(authorize_url(&app, &[]))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(stranger.contains(">Sign in</button>"));
+    app.stop().await;
+}
+
+/// The pages: labelled fields, login_hint pre-filled, strict headers, a tenant cookie.
+async fn sign_in_page_prefills_login_hint_and_sends_security_headers_and_cookie(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let response = app
+        .browser()
+        .get(authorize_url(&app, &[("login_hint", Some("alice"))]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("script-src"), "no script is allowed: {csp}");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["cache-control"], "no-store");
+    let cookie = headers["set-cookie"].to_str().unwrap();
+    assert!(cookie.starts_with("fieldauth-acme="), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax")
+            && !cookie.contains("Secure"),
+        "{cookie}"
+    );
+    let html = response.text().await.unwrap();
+    assert!(html.contains("<label for=\"username\">Username</label>"));
+    assert!(html.contains("<label for=\"password\">Password</label>"));
+    assert!(
+        html.contains("value=\"alice\""),
+        "login_hint pre-fills the username"
+    );
+    assert!(html.contains("Dispatch Board"));
+    assert!(!html.contains("<script"), "pages carry no script");
+    let css = app
+        .get(&format!("{}/oauth/assets/fieldauth.css", app.issuer))
+        .await;
+    assert_eq!(css.status(), 200);
+    assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
+    app.stop().await;
+}

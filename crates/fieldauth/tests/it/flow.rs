@@ -1,0 +1,229 @@
+//! The authorization flow as a browser drives it, for the tests of `/oauth/authorize`, the
+//! sign-in and consent pages: a seeded tenant, authorization URLs, and the forms.
+
+use secrecy::SecretString;
+use store::{NewClient, NewUser, TenantId};
+
+use crate::helpers::TestApp;
+
+pub const TENANT: &str = "acme";
+pub const CLIENT_ID: &str = "spa";
+/// Nothing listens there: the HTTP tests read the redirect, they never follow it.
+pub const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
+pub const PASSWORD: &str = "correct horse battery";
+pub const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+/// What `seed` made.
+#[derive(Debug, Clone)]
+pub struct Seeded {
+    pub alice_sub: String,
+    /// Alice belongs to both, Bob to Alpha, Carol to none.
+    pub alpha: String,
+    pub bravo: String,
+    /// An organization of the tenant that Alice does not belong to.
+    pub charlie: String,
+}
+
+/// Tenant `acme`: public client `spa` (redirect `REDIRECT_URI`, scopes openid profile email
+/// offline_access jobs customers, not invoices), users alice, bob, carol (password
+/// `PASSWORD`), organizations Alpha, Bravo, Charlie.
+pub async fn seed(app: &TestApp) -> Seeded {
+    let tenant_id = TenantId::parse(TENANT).unwrap();
+    app.store
+        .create_tenant(&tenant_id, "Acme", 0)
+        .await
+        .unwrap();
+    let tenant = app.store.tenant(&tenant_id);
+    let uris = [
+        REDIRECT_URI.to_owned(),
+        "https://app.example.com/cb?from=acme".to_owned(),
+    ];
+    let scopes: Vec<String> = [
+        "openid",
+        "profile",
+        "email",
+        "offline_access",
+        "jobs",
+        "customers",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let client = NewClient {
+        client_id: CLIENT_ID,
+        name: "Dispatch Board",
+        secret_hash: None,
+        redirect_uris: &uris,
+        scopes: &scopes,
+    };
+    tenant.create_client(&client, 0).await.unwrap();
+    let random = oauth::OsRandom::new();
+    let hash = oauth::password::hash_password(SecretString::from(PASSWORD.to_owned()), &random)
+        .await
+        .unwrap();
+    let mut subs = Vec::new();
+    for (i, username) in ["alice", "bob", "carol"].into_iter().enumerate() {
+        let sub = format!("00000000-0000-4000-8000-00000000000{i}");
+        let user = NewUser {
+            user_id: &sub,
+            username,
+            password_hash: &hash,
+            name: &format!("{username} Example"),
+            email: &format!("{username}@example.com"),
+        };
+        tenant.create_user(&user, 0).await.unwrap();
+        subs.push(sub);
+    }
+    let mut orgs = Vec::new();
+    for (i, name) in ["Alpha", "Bravo", "Charlie"].into_iter().enumerate() {
+        let guid = format!("10000000-0000-4000-8000-00000000000{i}");
+        tenant.create_organization(&guid, name, 0).await.unwrap();
+        orgs.push(guid);
+    }
+    tenant.add_membership(&subs[0], &orgs[0], 0).await.unwrap();
+    tenant.add_membership(&subs[0], &orgs[1], 0).await.unwrap();
+    tenant.add_membership(&subs[1], &orgs[0], 0).await.unwrap();
+    Seeded {
+        alice_sub: subs[0].clone(),
+        alpha: orgs[0].clone(),
+        bravo: orgs[1].clone(),
+        charlie: orgs[2].clone(),
+    }
+}
+
+/// The query of a valid authorization request; `overrides` replace or (with a value of
+/// `None`) remove parameters, and new names are appended.
+pub fn authorize_url(app: &TestApp, overrides: &[(&str, Option<&str>)]) -> String {
+    let mut params: Vec<(String, String)> = [
+        ("tenant", TENANT),
+        ("response_type", "code"),
+        ("client_id", CLIENT_ID),
+        ("redirect_uri", REDIRECT_URI),
+        ("scope", "openid profile jobs"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+        ("state", "state-123"),
+        ("nonce", "nonce-456"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (name, value) in overrides {
+        match (params.iter().position(|(k, _)| k == name), value) {
+            (Some(i), Some(v)) => params[i].1 = v.to_string(),
+            (Some(i), None) => {
+                params.remove(i);
+            }
+            (None, Some(v)) => params.push((name.to_string(), v.to_string())),
+            (None, None) => {}
+        }
+    }
+    let mut url = url::Url::parse(&format!("{}/oauth/authorize", app.issuer)).unwrap();
+    url.query_pairs_mut().extend_pairs(params);
+    url.into()
+}
+
+/// The value of a hidden input of a rendered form.
+pub fn hidden(html: &str, name: &str) -> String {
+    let marker = format!("type=\"hidden\" name=\"{name}\" value=\"");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no hidden {name} in {html}"))
+        + marker.len();
+    html[start..].split('"').next().unwrap().to_owned()
+}
+
+pub async fn post_form(
+    browser: &reqwest::Client,
+    url: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    browser.post(url).form(fields).send().await.unwrap()
+}
+
+/// Submits the sign-in form of `page`.
+pub async fn sign_in(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    page: &str,
+    username: &str,
+    password: &str,
+) -> reqwest::Response {
+    let (tenant, request, csrf) = (
+        hidden(page, "tenant"),
+        hidden(page, "request"),
+        hidden(page, "csrf"),
+    );
+    let fields = [
+        ("tenant", tenant.as_str()),
+        ("request", &request),
+        ("csrf", &csrf),
+        ("username", username),
+        ("password", password),
+    ];
+    post_form(browser, &format!("{}/oauth/signin", app.issuer), &fields).await
+}
+
+/// Submits the consent form of `page` with a decision, an organization and scopes.
+pub async fn consent(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    page: &str,
+    decision: &str,
+    organization: Option<&str>,
+    scopes: &[&str],
+) -> reqwest::Response {
+    let (tenant, request, csrf) = (
+        hidden(page, "tenant"),
+        hidden(page, "request"),
+        hidden(page, "csrf"),
+    );
+    let mut fields = vec![
+        ("tenant", tenant.as_str()),
+        ("request", &request),
+        ("csrf", &csrf),
+        ("decision", decision),
+    ];
+    if let Some(org) = organization {
+        fields.push(("organization", org));
+    }
+    fields.extend(scopes.iter().map(|s| ("scope", *s)));
+    post_form(browser, &format!("{}/oauth/authorize", app.issuer), &fields).await
+}
+
+/// Opens the authorization URL and signs in as `username`: the consent page's HTML.
+pub async fn signed_in_consent_page(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    url: &str,
+    username: &str,
+) -> String {
+    let page = browser.get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    let consent = sign_in(app, browser, &page, username, PASSWORD).await;
+    assert_eq!(consent.status(), 200);
+    let html = consent.text().await.unwrap();
+    assert!(
+        html.contains("name=\"decision\""),
+        "not the consent page: {html}"
+    );
+    html
+}
+
+/// The query parameters of a redirect response's `Location`.
+pub fn location_params(response: &reqwest::Response) -> (String, Vec<(String, String)>) {
+    let location = response
+        .headers()
+        .get("location")
+        .unwrap_or_else(|| panic!("no Location on {}", response.status()));
+    let url = url::Url::parse(location.to_str().unwrap()).unwrap();
+    let base = format!("{}{}", url.origin().ascii_serialization(), url.path());
+    (base, url.query_pairs().into_owned().collect())
+}
+
+pub fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}

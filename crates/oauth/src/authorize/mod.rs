@@ -1,0 +1,176 @@
+//! `GET /oauth/authorize`: validate the request, remember it, and show the sign-in form or,
+//! for a browser already signed in to the tenant, the consent screen.
+
+pub mod pending;
+pub mod redirect;
+pub mod request;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use jose::UnixTime;
+use store::NewAuthorizationRequest;
+
+use crate::consent;
+use crate::error::OAuthError;
+use crate::pages::{self, SignInPage};
+use crate::params::Params;
+use crate::secret::hash_secret;
+use crate::session;
+use crate::state::OAuthState;
+use redirect::{AuthorizeErrorCode, ErrorRedirect};
+use request::ValidatedRequest;
+
+/// How long a user has between the authorization request and the consent.
+pub const REQUEST_LIFETIME: UnixTime = 600;
+
+pub async fn get_authorize(
+    State(state): State<OAuthState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, pages::PageError> {
+    let now = state.clock.now();
+    let params = Params::parse(query.as_deref().unwrap_or_default().as_bytes());
+    Ok(start_authorization(&state, &params, &headers, now).await?)
+}
+
+/// OpenID Connect Core §3.1.2.2–3.1.2.4: validate, then authenticate (or reuse the session),
+/// then ask for consent.
+pub async fn start_authorization(
+    state: &OAuthState,
+    params: &Params,
+    headers: &HeaderMap,
+    now: UnixTime,
+) -> Result<Response, OAuthError> {
+    let target = request::resolve_target(params, &state.store).await?;
+    let issuer = state.config.issuer.as_str();
+    let request = request::validate(params, target, issuer)?;
+    let tenant = state.store.tenant(&request.target.tenant);
+    let https = state.config.issuer.is_https();
+    let cookie_name = session::cookie_name(&request.target.tenant, https);
+    let cookie = session::read_cookie(headers, &cookie_name);
+    let session = session::find_session(&tenant, cookie, now).await?;
+    // §3.1.2.1: prompt=login and an exceeded max_age demand a fresh sign-in.
+    let reusable = session.filter(|s| {
+        !request.prompt.login
+            && request
+                .max_age
+                .is_none_or(|max_age| now - s.auth_time <= max_age)
+    });
+    if request.prompt.none {
+        // No page may be shown, and consent (the organization choice) always needs one.
+        let (error, description) = match reusable {
+            None => (
+                AuthorizeErrorCode::LoginRequired,
+                "the user is not signed in",
+            ),
+            Some(_) => (
+                AuthorizeErrorCode::ConsentRequired,
+                "the user must choose an organization",
+            ),
+        };
+        return Err(OAuthError::Redirect(Box::new(ErrorRedirect {
+            redirect_uri: request.target.redirect_uri.clone(),
+            error,
+            description,
+            state: Some(request.state.clone()),
+            issuer: issuer.to_owned(),
+        })));
+    }
+
+    // The browser value binds the request to this browser: the session cookie when there is
+    // one, else a fresh value set now.
+    let (browser_value, set_cookie) = match cookie {
+        Some(value) => (value.to_owned(), None),
+        None => {
+            let value = state.random.token()?;
+            let header = session::set_cookie(&cookie_name, &value, https)?;
+            (value, Some(header))
+        }
+    };
+    let handle = state.random.token()?;
+    let csrf = state.random.token()?;
+    remember(
+        state,
+        &request,
+        &handle,
+        &csrf,
+        &browser_value,
+        reusable.as_ref(),
+        now,
+    )
+    .await?;
+
+    let mut response = match &reusable {
+        Some(session) => {
+            consent::render_consent(
+                &tenant,
+                &request.target.client,
+                &session.user_id,
+                &scope_string(&request),
+                &request.target.redirect_uri,
+                &handle,
+                &csrf,
+            )
+            .await?
+        }
+        None => pages::render(
+            &SignInPage {
+                client_name: &request.target.client.name,
+                tenant: request.target.tenant.as_str(),
+                request: &handle,
+                csrf: &csrf,
+                username: request.login_hint.as_deref().unwrap_or_default(),
+                message: None,
+            },
+            axum::http::StatusCode::OK,
+            pages::FormTarget::SelfOnly,
+        ),
+    };
+    if let Some(cookie) = set_cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response.into_response())
+}
+
+fn scope_string(request: &ValidatedRequest) -> String {
+    request
+        .scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn remember(
+    state: &OAuthState,
+    request: &ValidatedRequest,
+    handle: &str,
+    csrf: &str,
+    browser_value: &str,
+    session: Option<&store::BrowserSession>,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
+    let scope = scope_string(request);
+    let new = NewAuthorizationRequest {
+        request_hash: &hash_secret(handle),
+        client_id: &request.target.client.client_id,
+        redirect_uri: &request.target.redirect_uri,
+        scope: &scope,
+        state: &request.state,
+        nonce: request.nonce.as_deref(),
+        code_challenge: &request.code_challenge,
+        login_hint: request.login_hint.as_deref(),
+        browser_hash: &hash_secret(browser_value),
+        csrf_hash: &hash_secret(csrf),
+        user_id: session.map(|s| s.user_id.as_str()),
+        auth_time: session.map(|s| s.auth_time),
+        expires_at: now + REQUEST_LIFETIME,
+    };
+    state
+        .store
+        .tenant(&request.target.tenant)
+        .create_authorization_request(&new, now)
+        .await?;
+    Ok(())
+}

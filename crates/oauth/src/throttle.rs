@@ -1,0 +1,128 @@
+//! Sign-in throttling: after each failure the next attempt must wait a little longer, and
+//! past a limit the account (or the client address) is locked for a while. Counts live in
+//! the store, so every node sees them.
+
+use jose::UnixTime;
+use store::FailureCount;
+
+/// The limits, from the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct ThrottlePolicy {
+    /// Failures on one username before it is locked.
+    pub max_account_failures: i64,
+    /// Failures from one client address, across usernames, before it is locked.
+    pub max_address_failures: i64,
+    /// How long a lock lasts.
+    pub lock_seconds: i64,
+}
+
+impl Default for ThrottlePolicy {
+    fn default() -> ThrottlePolicy {
+        ThrottlePolicy {
+            max_account_failures: 5,
+            max_address_failures: 50,
+            lock_seconds: 300,
+        }
+    }
+}
+
+/// Failures older than this are forgotten.
+pub const WINDOW_SECONDS: UnixTime = 900;
+
+/// The longest delay between attempts before the lock.
+const MAX_DELAY_SECONDS: i64 = 30;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// Too soon after the last failure: try again in this many seconds.
+    Wait(i64),
+    /// Locked for this many more seconds.
+    Locked(i64),
+}
+
+impl Verdict {
+    /// The stricter of two verdicts.
+    pub fn and(self, other: Verdict) -> Verdict {
+        match (self, other) {
+            (Verdict::Locked(a), Verdict::Locked(b)) => Verdict::Locked(a.max(b)),
+            (Verdict::Locked(a), _) | (_, Verdict::Locked(a)) => Verdict::Locked(a),
+            (Verdict::Wait(a), Verdict::Wait(b)) => Verdict::Wait(a.max(b)),
+            (Verdict::Wait(a), _) | (_, Verdict::Wait(a)) => Verdict::Wait(a),
+            (Verdict::Allowed, Verdict::Allowed) => Verdict::Allowed,
+        }
+    }
+}
+
+/// May a sign-in be attempted now, given the failures counted so far?
+pub fn verdict(
+    count: Option<FailureCount>,
+    max_failures: i64,
+    lock_seconds: i64,
+    now: UnixTime,
+) -> Verdict {
+    let Some(count) = count else {
+        return Verdict::Allowed;
+    };
+    if count.last_failure_at < now - WINDOW_SECONDS {
+        return Verdict::Allowed;
+    }
+    if count.failures >= max_failures {
+        let until = count.last_failure_at + lock_seconds;
+        return match now < until {
+            true => Verdict::Locked(until - now),
+            false => Verdict::Allowed,
+        };
+    }
+    // 1, 2, 4, 8 … seconds after the 1st, 2nd, 3rd, 4th … failure.
+    let exponent = u32::try_from((count.failures - 1).clamp(0, 5)).unwrap_or(5);
+    let delay = (1i64 << exponent).min(MAX_DELAY_SECONDS);
+    let until = count.last_failure_at + delay;
+    match now < until {
+        true => Verdict::Wait(until - now),
+        false => Verdict::Allowed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(failures: i64, last: UnixTime) -> Option<FailureCount> {
+        Some(FailureCount {
+            failures,
+            first_failure_at: last,
+            last_failure_at: last,
+        })
+    }
+
+    #[test]
+    fn each_failure_doubles_the_wait_until_the_lock() {
+        let t = 1_000;
+        assert_eq!(verdict(None, 5, 300, t), Verdict::Allowed);
+        assert_eq!(verdict(count(1, t), 5, 300, t), Verdict::Wait(1));
+        assert_eq!(verdict(count(1, t), 5, 300, t + 1), Verdict::Allowed);
+        assert_eq!(verdict(count(3, t), 5, 300, t + 1), Verdict::Wait(3));
+        assert_eq!(verdict(count(4, t), 5, 300, t + 8), Verdict::Allowed);
+    }
+
+    #[test]
+    fn the_limit_locks_for_the_lock_time_then_lets_go() {
+        let t = 1_000;
+        assert_eq!(verdict(count(5, t), 5, 300, t + 10), Verdict::Locked(290));
+        assert_eq!(verdict(count(9, t), 5, 300, t + 299), Verdict::Locked(1));
+        assert_eq!(verdict(count(5, t), 5, 300, t + 300), Verdict::Allowed);
+        assert_eq!(
+            verdict(count(5, t), 5, 300, t + WINDOW_SECONDS + 1),
+            Verdict::Allowed
+        );
+    }
+
+    #[test]
+    fn the_stricter_verdict_wins() {
+        assert_eq!(Verdict::Wait(3).and(Verdict::Locked(2)), Verdict::Locked(2));
+        assert_eq!(Verdict::Allowed.and(Verdict::Wait(4)), Verdict::Wait(4));
+        assert_eq!(Verdict::Wait(3).and(Verdict::Wait(5)), Verdict::Wait(5));
+        assert_eq!(Verdict::Allowed.and(Verdict::Allowed), Verdict::Allowed);
+    }
+}
