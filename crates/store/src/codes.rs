@@ -34,7 +34,7 @@ pub struct AuthorizationCode {
     pub created_at: i64,
     pub expires_at: i64,
     pub redeemed_at: Option<i64>,
-    pub family_id: Option<String>,
+    pub grant_id: Option<String>,
 }
 
 impl TenantStore<'_> {
@@ -44,7 +44,7 @@ impl TenantStore<'_> {
     ) -> Result<Option<AuthorizationCode>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
-             code_challenge, auth_time, created_at, expires_at, redeemed_at, family_id \
+             code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id \
              FROM authorization_codes WHERE tenant_id = $1 AND code_hash = $2",
         )
         .bind(self.id_str())

@@ -4,8 +4,9 @@
 
 use store::testing::TestDatabase;
 use store::{
-    ClientType, Entity, FailureSubject, NewAuthorizationCode, NewAuthorizationRequest, NewClient,
-    NewUser, Store, StoreError, TenantId,
+    ClientType, CodeRedemption, Entity, FailureSubject, NewAuthorizationCode,
+    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation, Store,
+    StoreError, TenantId,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -40,6 +41,9 @@ on_both_backends!(
     browser_sessions_expire_and_stay_in_their_tenant,
     authorization_codes_are_stored_once,
     signin_failures_count_per_subject_and_restart_after_the_window,
+    a_code_is_redeemed_once_and_a_replay_names_its_grant,
+    refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
+    twenty_concurrent_rotations_of_one_token_have_one_winner,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -722,4 +726,231 @@ async fn signin_failures_count_per_subject_and_restart_after_the_window(store: S
             .failures,
         1
     );
+}
+
+fn code<'a>(code_hash: &'a [u8]) -> NewAuthorizationCode<'a> {
+    NewAuthorizationCode {
+        code_hash,
+        client_id: "web",
+        redirect_uri: "https://app.example.com/cb",
+        user_id: "u1",
+        organization_guid: "org-a",
+        scope: "openid offline_access",
+        nonce: Some("n"),
+        code_challenge: "c",
+        auth_time: NOW,
+        expires_at: NOW + 60,
+    }
+}
+
+fn grant(grant_id: &str) -> NewGrant<'_> {
+    NewGrant {
+        grant_id,
+        client_id: "web",
+        user_id: "u1",
+        organization_guid: "org-a",
+        scope: "openid offline_access",
+        auth_time: NOW,
+    }
+}
+
+fn refresh(token_hash: &[u8]) -> NewRefreshToken<'_> {
+    NewRefreshToken {
+        token_hash,
+        expires_at: NOW + 30 * 86_400,
+    }
+}
+
+async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    let CodeRedemption::Redeemed(redeemed) = tenant
+        .redeem_authorization_code(b"c1", NOW + 1)
+        .await
+        .unwrap()
+    else {
+        panic!("first redemption must succeed");
+    };
+    assert_eq!(
+        (redeemed.redeemed_at, redeemed.nonce.as_deref()),
+        (Some(NOW + 1), Some("n"))
+    );
+    assert_eq!(
+        tenant
+            .redeem_authorization_code(b"c1", NOW + 2)
+            .await
+            .unwrap(),
+        CodeRedemption::Replayed { grant_id: None }
+    );
+    tenant
+        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW + 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant
+            .redeem_authorization_code(b"c1", NOW + 3)
+            .await
+            .unwrap(),
+        CodeRedemption::Replayed {
+            grant_id: Some("g1".into())
+        }
+    );
+    assert_eq!(
+        tenant
+            .redeem_authorization_code(b"nope", NOW)
+            .await
+            .unwrap(),
+        CodeRedemption::Unknown
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .redeem_authorization_code(b"c1", NOW)
+            .await
+            .unwrap(),
+        CodeRedemption::Unknown
+    );
+}
+
+async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    tenant
+        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant
+            .find_refresh_token_grant(b"r1")
+            .await
+            .unwrap()
+            .unwrap()
+            .grant_id,
+        "g1"
+    );
+
+    // Another client cannot use it, and that attempt does not consume it.
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r1", "spa", refresh(b"x"), NOW)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    let RefreshRotation::Rotated(g) = tenant
+        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), NOW + 5)
+        .await
+        .unwrap()
+    else {
+        panic!("the live token rotates");
+    };
+    assert_eq!(
+        (g.grant_id.as_str(), g.scope.as_str(), g.revoked_at),
+        ("g1", "openid offline_access", None)
+    );
+    let RefreshRotation::Rotated(_) = tenant
+        .rotate_refresh_token(b"r2", "web", refresh(b"r3"), NOW + 6)
+        .await
+        .unwrap()
+    else {
+        panic!("its successor rotates");
+    };
+    // r1 again: reuse. The grant is revoked, so even the newest token r3 is refused.
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r1", "web", refresh(b"r4"), NOW + 7)
+            .await
+            .unwrap(),
+        RefreshRotation::Reused {
+            grant_id: "g1".into()
+        }
+    );
+    assert_eq!(
+        tenant.find_grant("g1").await.unwrap().unwrap().revoked_at,
+        Some(NOW + 7)
+    );
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r3", "web", refresh(b"r5"), NOW + 8)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    assert!(
+        !tenant.revoke_grant("g1", "again", NOW + 9).await.unwrap(),
+        "already revoked"
+    );
+
+    // An expired token is refused without revoking anything.
+    tenant
+        .create_authorization_code(&code(b"c2"), NOW)
+        .await
+        .unwrap();
+    tenant
+        .create_grant(
+            &grant("g2"),
+            Some(NewRefreshToken {
+                token_hash: b"old",
+                expires_at: NOW + 10,
+            }),
+            b"c2",
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"old", "web", refresh(b"x2"), NOW + 10)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    assert_eq!(
+        tenant.find_grant("g2").await.unwrap().unwrap().revoked_at,
+        None
+    );
+}
+
+/// DESIGN.md: rotation is one atomic conditional update, so concurrent refreshes of one
+/// token can never both win.
+async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    store
+        .tenant(&t)
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    store
+        .tenant(&t)
+        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW)
+        .await
+        .unwrap();
+    let attempts = (0..20u8).map(|i| {
+        let store = store.clone();
+        let t = t.clone();
+        tokio::spawn(async move {
+            let next = [b'n', i];
+            store
+                .tenant(&t)
+                .rotate_refresh_token(b"r1", "web", refresh(&next), NOW + 1)
+                .await
+                .unwrap()
+        })
+    });
+    let mut rotated = 0;
+    for attempt in attempts.collect::<Vec<_>>() {
+        if let RefreshRotation::Rotated(_) = attempt.await.unwrap() {
+            rotated += 1;
+        }
+    }
+    assert_eq!(rotated, 1);
 }

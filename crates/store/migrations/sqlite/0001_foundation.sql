@@ -90,10 +90,12 @@ CREATE TABLE browser_sessions (
 );
 CREATE INDEX browser_sessions_expiry ON browser_sessions (tenant_id, expires_at);
 
--- A chain of rotating refresh tokens issued from one authorization code.
-CREATE TABLE refresh_token_families (
+-- A grant: what one redeemed authorization code issued, the token family of spec §5.7. Its
+-- access tokens name it, so revoking it (code replay, refresh-token reuse, revocation)
+-- ends them too; its refresh tokens rotate within it.
+CREATE TABLE grants (
     tenant_id          TEXT    NOT NULL,
-    family_id          TEXT    NOT NULL,
+    grant_id           TEXT    NOT NULL,
     client_id          TEXT    NOT NULL,
     user_id            TEXT    NOT NULL,
     organization_guid  TEXT    NOT NULL,
@@ -102,7 +104,7 @@ CREATE TABLE refresh_token_families (
     created_at         BIGINT  NOT NULL,
     revoked_at         BIGINT,
     revoked_reason     TEXT,
-    PRIMARY KEY (tenant_id, family_id),
+    PRIMARY KEY (tenant_id, grant_id),
     FOREIGN KEY (tenant_id, client_id) REFERENCES clients (tenant_id, client_id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE
 );
@@ -110,15 +112,14 @@ CREATE TABLE refresh_token_families (
 CREATE TABLE refresh_tokens (
     tenant_id    TEXT    NOT NULL,
     token_hash   BLOB    NOT NULL,
-    family_id    TEXT    NOT NULL,
+    grant_id     TEXT    NOT NULL,
     created_at   BIGINT  NOT NULL,
     expires_at   BIGINT  NOT NULL,
     consumed_at  BIGINT,
     PRIMARY KEY (tenant_id, token_hash),
-    FOREIGN KEY (tenant_id, family_id)
-        REFERENCES refresh_token_families (tenant_id, family_id) ON DELETE CASCADE
+    FOREIGN KEY (tenant_id, grant_id) REFERENCES grants (tenant_id, grant_id) ON DELETE CASCADE
 );
-CREATE INDEX refresh_tokens_family ON refresh_tokens (tenant_id, family_id);
+CREATE INDEX refresh_tokens_grant ON refresh_tokens (tenant_id, grant_id);
 
 CREATE TABLE authorization_codes (
     tenant_id          TEXT    NOT NULL,
@@ -134,7 +135,7 @@ CREATE TABLE authorization_codes (
     created_at         BIGINT  NOT NULL,
     expires_at         BIGINT  NOT NULL,
     redeemed_at        BIGINT,
-    family_id          TEXT, -- what the redemption issued, revoked if the code is replayed
+    grant_id           TEXT, -- what the redemption issued, revoked if the code is replayed
     PRIMARY KEY (tenant_id, code_hash),
     FOREIGN KEY (tenant_id, client_id) REFERENCES clients (tenant_id, client_id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, user_id) REFERENCES users (tenant_id, user_id) ON DELETE CASCADE

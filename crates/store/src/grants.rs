@@ -1,0 +1,269 @@
+//! Grants and their refresh tokens. A grant is what one redeemed authorization code issued
+//! (the token family of spec §5.7); its refresh tokens rotate within it, and revoking it ends
+//! every token it issued. Redemption and rotation are single conditional updates, so two
+//! concurrent attempts can never both succeed, on one node or several.
+
+use crate::codes::AuthorizationCode;
+use crate::error::StoreError;
+use crate::tenant::TenantStore;
+use crate::UnixTime;
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Grant {
+    pub grant_id: String,
+    pub client_id: String,
+    pub user_id: String,
+    pub organization_guid: String,
+    pub scope: String,
+    pub auth_time: i64,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewGrant<'a> {
+    pub grant_id: &'a str,
+    pub client_id: &'a str,
+    pub user_id: &'a str,
+    pub organization_guid: &'a str,
+    pub scope: &'a str,
+    pub auth_time: UnixTime,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct NewRefreshToken<'a> {
+    pub token_hash: &'a [u8],
+    pub expires_at: UnixTime,
+}
+
+/// What presenting a code found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeRedemption {
+    /// First use: the code, now marked redeemed.
+    Redeemed(AuthorizationCode),
+    /// Used before: the grant its first use created, if any, to revoke (RFC 6749 §10.5).
+    Replayed {
+        grant_id: Option<String>,
+    },
+    Unknown,
+}
+
+/// What presenting a refresh token found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefreshRotation {
+    /// The token was live and is now consumed; the new one is stored.
+    Rotated(Grant),
+    /// The token was already consumed: its grant is now revoked (spec §5.7).
+    Reused { grant_id: String },
+    /// Unknown, expired, another client's, or of a revoked grant.
+    Refused,
+}
+
+const GRANT_COLUMNS: &str =
+    "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at";
+
+impl TenantStore<'_> {
+    /// Marks a code redeemed, once. Every later attempt learns it was replayed.
+    pub async fn redeem_authorization_code(
+        &self,
+        code_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<CodeRedemption, StoreError> {
+        let redeemed: Option<AuthorizationCode> = sqlx::query_as(
+            "UPDATE authorization_codes SET redeemed_at = $1 \
+             WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
+             RETURNING client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
+               code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id",
+        )
+        .bind(now)
+        .bind(self.id_str())
+        .bind(code_hash.to_vec())
+        .fetch_optional(self.pool())
+        .await?;
+        if let Some(code) = redeemed {
+            return Ok(CodeRedemption::Redeemed(code));
+        }
+        Ok(match self.find_authorization_code(code_hash).await? {
+            Some(code) => CodeRedemption::Replayed {
+                grant_id: code.grant_id,
+            },
+            None => CodeRedemption::Unknown,
+        })
+    }
+
+    /// Records the grant a redeemed code issued, its first refresh token if any, and the
+    /// code's link to it, in one transaction.
+    pub async fn create_grant(
+        &self,
+        grant: &NewGrant<'_>,
+        refresh_token: Option<NewRefreshToken<'_>>,
+        code_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "INSERT INTO grants (tenant_id, grant_id, client_id, user_id, organization_guid, scope, \
+             auth_time, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(self.id_str())
+        .bind(grant.grant_id)
+        .bind(grant.client_id)
+        .bind(grant.user_id)
+        .bind(grant.organization_guid)
+        .bind(grant.scope)
+        .bind(grant.auth_time)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(token) = refresh_token {
+            insert_refresh_token(&mut tx, self.id_str(), grant.grant_id, token, now).await?;
+        }
+        sqlx::query(
+            "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
+        )
+        .bind(grant.grant_id)
+        .bind(self.id_str())
+        .bind(code_hash.to_vec())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn find_grant(&self, grant_id: &str) -> Result<Option<Grant>, StoreError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant_id = $1 AND grant_id = $2"
+        ))
+        .bind(self.id_str())
+        .bind(grant_id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// Revokes a grant and so every token it issued. False when it was already revoked or
+    /// does not exist.
+    pub async fn revoke_grant(
+        &self,
+        grant_id: &str,
+        reason: &str,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE grants SET revoked_at = $1, revoked_reason = $2 \
+             WHERE tenant_id = $3 AND grant_id = $4 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(reason)
+        .bind(self.id_str())
+        .bind(grant_id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Consumes a live refresh token of this client and stores its successor, atomically.
+    /// A token presented after it was consumed revokes its grant.
+    pub async fn rotate_refresh_token(
+        &self,
+        token_hash: &[u8],
+        client_id: &str,
+        next: NewRefreshToken<'_>,
+        now: UnixTime,
+    ) -> Result<RefreshRotation, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        // The write comes first, so SQLite takes its write lock at once and concurrent
+        // rotations queue instead of failing; PostgreSQL re-checks the row after a wait.
+        let consumed: Option<(String,)> = sqlx::query_as(
+            "UPDATE refresh_tokens SET consumed_at = $1 \
+             WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
+               AND grant_id IN (SELECT grant_id FROM grants \
+                                WHERE tenant_id = $2 AND client_id = $4 AND revoked_at IS NULL) \
+             RETURNING grant_id",
+        )
+        .bind(now)
+        .bind(self.id_str())
+        .bind(token_hash.to_vec())
+        .bind(client_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((grant_id,)) = consumed else {
+            tx.rollback().await?;
+            return self.diagnose_refusal(token_hash, now).await;
+        };
+        insert_refresh_token(&mut tx, self.id_str(), &grant_id, next, now).await?;
+        let grant: Grant = sqlx::query_as(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant_id = $1 AND grant_id = $2"
+        ))
+        .bind(self.id_str())
+        .bind(&grant_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(RefreshRotation::Rotated(grant))
+    }
+
+    /// Why a rotation did not happen; a consumed token is reuse and revokes its grant.
+    async fn diagnose_refusal(
+        &self,
+        token_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<RefreshRotation, StoreError> {
+        let found: Option<(String, Option<i64>)> = sqlx::query_as(
+            "SELECT grant_id, consumed_at FROM refresh_tokens WHERE tenant_id = $1 AND token_hash = $2",
+        )
+        .bind(self.id_str())
+        .bind(token_hash.to_vec())
+        .fetch_optional(self.pool())
+        .await?;
+        match found {
+            Some((grant_id, Some(_))) => {
+                self.revoke_grant(&grant_id, "refresh token reused", now)
+                    .await?;
+                Ok(RefreshRotation::Reused { grant_id })
+            }
+            Some((_, None)) | None => Ok(RefreshRotation::Refused),
+        }
+    }
+
+    /// The grant a refresh token belongs to, whatever the token's state.
+    pub async fn find_refresh_token_grant(
+        &self,
+        token_hash: &[u8],
+    ) -> Result<Option<Grant>, StoreError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {} FROM refresh_tokens t JOIN grants g \
+               ON g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id \
+             WHERE t.tenant_id = $1 AND t.token_hash = $2",
+            GRANT_COLUMNS
+                .split(", ")
+                .map(|c| format!("g.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .bind(self.id_str())
+        .bind(token_hash.to_vec())
+        .fetch_optional(self.pool())
+        .await?)
+    }
+}
+
+async fn insert_refresh_token(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    tenant_id: &str,
+    grant_id: &str,
+    token: NewRefreshToken<'_>,
+    now: UnixTime,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(tenant_id)
+    .bind(token.token_hash.to_vec())
+    .bind(grant_id)
+    .bind(now)
+    .bind(token.expires_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
