@@ -4,6 +4,7 @@
 //! and keys (from the store) in. Every error is a [`JoseError`] whose message carries no token
 //! or key material.
 
+mod claims;
 mod clock;
 mod error;
 mod jwks;
@@ -11,6 +12,7 @@ mod rotation;
 mod sign;
 mod verify;
 
+pub use claims::{AccessTokenClaims, IdTokenClaims};
 pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
 pub use error::JoseError;
 pub use jwks::{Jwk, Jwks};

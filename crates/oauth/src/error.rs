@@ -1,14 +1,12 @@
-//! The authorization server's one error type, and the one place it meets the wire.
+//! The authorization server's one error type, and the one place its JSON form (token,
+//! revoke, userinfo, discovery) meets the wire. Pages render it in `pages.rs`.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde_json::json;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
-    #[error("invalid issuer URL: {0}")]
-    InvalidIssuer(&'static str),
-    #[error("invalid redirect URI: {0}")]
-    InvalidRedirectUri(&'static str),
     /// The tenant, client or redirect URI cannot be trusted: shown, never redirected
     /// (RFC 6749 §4.1.2.1).
     #[error("untrusted authorization request: {0}")]
@@ -20,8 +18,33 @@ pub enum OAuthError {
     /// another browser.
     #[error("authorization flow refused: {0}")]
     InvalidFlow(&'static str),
+    /// RFC 6749 §5.2 `invalid_request`.
     #[error("malformed request: {0}")]
     InvalidForm(&'static str),
+    /// RFC 6749 §5.2 `invalid_client`: 401 with a `WWW-Authenticate` challenge.
+    #[error("client authentication failed: {0}")]
+    InvalidClient(&'static str),
+    /// RFC 6749 §5.2 `invalid_grant`.
+    #[error("invalid grant: {0}")]
+    InvalidGrant(&'static str),
+    #[error("unsupported grant type")]
+    UnsupportedGrantType,
+    /// RFC 6749 §5.2 `invalid_scope`.
+    #[error("invalid scope: {0}")]
+    InvalidScope(&'static str),
+    /// RFC 7009 §2.2.1.
+    #[error("unsupported token type")]
+    UnsupportedTokenType,
+    /// RFC 6750 §3.1 `invalid_token`.
+    #[error("invalid access token: {0}")]
+    InvalidToken(&'static str),
+    /// RFC 6750 §3.1 `insufficient_scope`; the scope that is needed.
+    #[error("insufficient scope: {0} is needed")]
+    InsufficientScope(&'static str),
+    #[error("invalid issuer URL: {0}")]
+    InvalidIssuer(&'static str),
+    #[error("invalid redirect URI: {0}")]
+    InvalidRedirectUri(&'static str),
     #[error("invalid username: {0}")]
     InvalidUsername(&'static str),
     #[error("invalid client_id: {0}")]
@@ -44,16 +67,70 @@ pub enum OAuthError {
     Store(#[from] store::StoreError),
 }
 
-impl IntoResponse for OAuthError {
-    fn into_response(self) -> Response {
-        let (status, code) = match &self {
-            OAuthError::Store(store::StoreError::Unavailable(_)) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
+/// How an error goes out as JSON: status, RFC error code, description, challenge.
+struct Wire {
+    status: StatusCode,
+    code: &'static str,
+    description: Option<String>,
+    challenge: Option<String>,
+}
+
+impl OAuthError {
+    fn wire(&self) -> Wire {
+        let client = |status, code, description: &str| Wire {
+            status,
+            code,
+            description: Some(description.to_owned()),
+            challenge: None,
+        };
+        let server = |status, code| Wire {
+            status,
+            code,
+            description: None,
+            challenge: None,
+        };
+        match self {
+            OAuthError::InvalidForm(d)
+            | OAuthError::UntrustedRequest(d)
+            | OAuthError::InvalidFlow(d) => client(StatusCode::BAD_REQUEST, "invalid_request", d),
+            OAuthError::Redirect(r) => {
+                client(StatusCode::BAD_REQUEST, "invalid_request", r.description)
             }
-            OAuthError::InvalidForm(_)
-            | OAuthError::UntrustedRequest(_)
-            | OAuthError::Redirect(_)
-            | OAuthError::InvalidFlow(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            OAuthError::InvalidClient(d) => Wire {
+                challenge: Some(r#"Basic realm="fieldauth""#.to_owned()),
+                ..client(StatusCode::UNAUTHORIZED, "invalid_client", d)
+            },
+            OAuthError::InvalidGrant(d) => client(StatusCode::BAD_REQUEST, "invalid_grant", d),
+            OAuthError::UnsupportedGrantType => client(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "only authorization_code and refresh_token are supported",
+            ),
+            OAuthError::InvalidScope(d) => client(StatusCode::BAD_REQUEST, "invalid_scope", d),
+            OAuthError::UnsupportedTokenType => client(
+                StatusCode::BAD_REQUEST,
+                "unsupported_token_type",
+                "only refresh tokens can be revoked; access tokens expire within the hour",
+            ),
+            OAuthError::InvalidToken(d) => Wire {
+                challenge: Some(format!(
+                    r#"Bearer error="invalid_token", error_description="{d}""#
+                )),
+                ..client(StatusCode::UNAUTHORIZED, "invalid_token", d)
+            },
+            OAuthError::InsufficientScope(scope) => Wire {
+                challenge: Some(format!(
+                    r#"Bearer error="insufficient_scope", scope="{scope}""#
+                )),
+                ..client(
+                    StatusCode::FORBIDDEN,
+                    "insufficient_scope",
+                    &format!("the {scope} scope is needed"),
+                )
+            },
+            OAuthError::Store(store::StoreError::Unavailable(_)) => {
+                server(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
+            }
             OAuthError::InvalidIssuer(_)
             | OAuthError::InvalidRedirectUri(_)
             | OAuthError::InvalidUsername(_)
@@ -65,21 +142,35 @@ impl IntoResponse for OAuthError {
             | OAuthError::Blocking
             | OAuthError::NoSigningKey
             | OAuthError::Jose(_)
-            | OAuthError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
-        };
-        // The detail is logged once, here; the client learns only the RFC 6749 error code.
-        match status.is_server_error() {
+            | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
+        }
+    }
+}
+
+impl IntoResponse for OAuthError {
+    fn into_response(self) -> Response {
+        let wire = self.wire();
+        // The detail is logged once, here; a client learns the RFC error code and our own
+        // fixed description, never a library's message.
+        match wire.status.is_server_error() {
             true => tracing::error!(error = %error_chain(&self), "request failed"),
             false => tracing::debug!(error = %self, "request refused"),
         }
-        let body = format!(r#"{{"error":"{code}"}}"#);
-        let mut response = (status, body).into_response();
+        let body = match &wire.description {
+            Some(description) => json!({ "error": wire.code, "error_description": description }),
+            None => json!({ "error": wire.code }),
+        };
+        let mut response = (wire.status, body.to_string()).into_response();
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        if let Some(challenge) = wire.challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+            headers.insert(header::WWW_AUTHENTICATE, challenge);
+        }
         response
     }
 }

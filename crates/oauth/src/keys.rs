@@ -4,7 +4,7 @@
 use std::sync::{Arc, RwLock};
 
 use axum::body::Bytes;
-use jose::{KeyRing, SigningKey, UnixTime};
+use jose::{KeyRing, SigningKey, UnixTime, VerificationKeys};
 use store::Store;
 
 use crate::error::OAuthError;
@@ -13,6 +13,8 @@ use crate::error::OAuthError;
 #[derive(Debug)]
 pub struct LoadedKeys {
     pub ring: KeyRing,
+    /// The published keys, parsed for verifying our own access tokens (userinfo).
+    pub verification: VerificationKeys,
     pub jwks_json: Bytes,
     /// The active kids newest first, and which of them signs: what a reload compares.
     kids: Vec<String>,
@@ -101,9 +103,11 @@ async fn parse(
         let ring = KeyRing::new(signing_key, others);
         let jwks_json =
             Bytes::from(serde_json::to_vec(ring.jwks()).map_err(jose::JoseError::Serialize)?);
+        let verification = VerificationKeys::from_jwks(ring.jwks())?;
         let kids = active.into_iter().map(|k| k.kid).collect();
         Ok(LoadedKeys {
             ring,
+            verification,
             jwks_json,
             kids,
             signing,

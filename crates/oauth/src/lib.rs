@@ -2,6 +2,7 @@
 //! modules) authorization, token, userinfo and revocation.
 
 pub mod authorize;
+mod bearer;
 mod client_id;
 mod consent;
 mod discovery;
@@ -16,12 +17,15 @@ pub mod paths;
 pub mod pkce;
 mod random;
 mod redirect_uri;
+mod revoke;
 mod scope;
 pub mod secret;
 mod session;
 mod signin;
 mod state;
 mod throttle;
+pub mod token;
+mod userinfo;
 mod username;
 
 use axum::routing::{get, post};
@@ -53,6 +57,12 @@ pub fn router(state: OAuthState) -> Router {
             get(authorize::get_authorize).post(consent::post_consent),
         )
         .route(paths::SIGNIN, post(signin::post_signin))
+        .route(paths::TOKEN, post(token::post_token))
+        .route(
+            paths::USERINFO,
+            get(userinfo::userinfo).post(userinfo::userinfo),
+        )
+        .route(paths::REVOKE, post(revoke::revoke))
         .route(paths::STYLESHEET, get(pages::serve_stylesheet))
         .with_state(state)
 }

@@ -76,9 +76,21 @@ impl IntoResponse for PageError {
             OAuthError::UntrustedRequest(message) => {
                 (StatusCode::BAD_REQUEST, "Request refused", *message)
             }
-            OAuthError::InvalidFlow(message) | OAuthError::InvalidForm(message) => {
+            OAuthError::InvalidFlow(message)
+            | OAuthError::InvalidForm(message)
+            | OAuthError::InvalidClient(message)
+            | OAuthError::InvalidGrant(message)
+            | OAuthError::InvalidScope(message)
+            | OAuthError::InvalidToken(message) => {
                 (StatusCode::BAD_REQUEST, "Sign-in cannot continue", *message)
             }
+            OAuthError::UnsupportedGrantType
+            | OAuthError::UnsupportedTokenType
+            | OAuthError::InsufficientScope(_) => (
+                StatusCode::BAD_REQUEST,
+                "Sign-in cannot continue",
+                "The request is not supported here.",
+            ),
             OAuthError::Store(store::StoreError::Unavailable(_)) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Temporarily unavailable",

@@ -223,7 +223,7 @@ fn throttle_message(verdict: Verdict) -> Option<String> {
     match verdict {
         Verdict::Allowed => None,
         Verdict::Wait(seconds) => Some(format!(
-            "Too many failed sign-ins: wait {seconds} seconds before trying again."
+            "Too many failed sign-ins: wait {seconds} second(s) before trying again."
         )),
         Verdict::Locked(seconds) => Some(format!(
             "Too many failed sign-ins: signing in is locked for {} more minute(s).",

@@ -40,7 +40,7 @@ pub struct NewRefreshToken<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodeRedemption {
     /// First use: the code, now marked redeemed.
-    Redeemed(AuthorizationCode),
+    Redeemed(Box<AuthorizationCode>),
     /// Used before: the grant its first use created, if any, to revoke (RFC 6749 §10.5).
     Replayed {
         grant_id: Option<String>,
@@ -81,7 +81,7 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         if let Some(code) = redeemed {
-            return Ok(CodeRedemption::Redeemed(code));
+            return Ok(CodeRedemption::Redeemed(Box::new(code)));
         }
         Ok(match self.find_authorization_code(code_hash).await? {
             Some(code) => CodeRedemption::Replayed {

@@ -12,6 +12,11 @@ pub const CLIENT_ID: &str = "spa";
 pub const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
 pub const PASSWORD: &str = "correct horse battery";
 pub const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+/// RFC 7636 Appendix B: the verifier of `CHALLENGE`.
+pub const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+/// The confidential client `web` and its secret.
+pub const WEB_CLIENT: &str = "web";
+pub const WEB_SECRET: &str = "web-secret-0123456789-0123456789-0123456789";
 
 /// What `seed` made.
 #[derive(Debug, Clone)]
@@ -26,7 +31,8 @@ pub struct Seeded {
 
 /// Tenant `acme`: public client `spa` (redirect `REDIRECT_URI`, scopes openid profile email
 /// offline_access jobs customers, not invoices), users alice, bob, carol (password
-/// `PASSWORD`), organizations Alpha, Bravo, Charlie.
+/// `PASSWORD`), organizations Alpha, Bravo, Charlie; confidential client `web` (secret
+/// `WEB_SECRET`) with the same redirect URIs and scopes.
 pub async fn seed(app: &TestApp) -> Seeded {
     let tenant_id = TenantId::parse(TENANT).unwrap();
     app.store
@@ -56,6 +62,15 @@ pub async fn seed(app: &TestApp) -> Seeded {
         scopes: &scopes,
     };
     tenant.create_client(&client, 0).await.unwrap();
+    let web_hash = oauth::secret::hash_secret(WEB_SECRET);
+    let web = NewClient {
+        client_id: WEB_CLIENT,
+        name: "Back Office",
+        secret_hash: Some(&web_hash),
+        redirect_uris: &uris,
+        scopes: &scopes,
+    };
+    tenant.create_client(&web, 0).await.unwrap();
     let random = oauth::OsRandom::new();
     let hash = oauth::password::hash_password(SecretString::from(PASSWORD.to_owned()), &random)
         .await
@@ -226,4 +241,102 @@ pub fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
+}
+
+/// A fresh code through a browser (signing in as alice when it has no session yet),
+/// approving every requested scope for Alpha.
+pub async fn code_for(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    overrides: &[(&str, Option<&str>)],
+) -> String {
+    let mut page = browser
+        .get(authorize_url(app, overrides))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    if !page.contains("name=\"decision\"") {
+        page = sign_in(app, browser, &page, "alice", PASSWORD)
+            .await
+            .text()
+            .await
+            .unwrap();
+    }
+    let scopes: Vec<String> = page
+        .match_indices("name=\"scope\" value=\"")
+        .map(|(i, m)| page[i + m.len()..].split('"').next().unwrap().to_owned())
+        .collect();
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let alpha = "10000000-0000-4000-8000-000000000000";
+    let response = consent(app, browser, &page, "allow", Some(alpha), &scopes).await;
+    assert_eq!(response.status(), 302, "consent did not redirect");
+    let (_, pairs) = location_params(&response);
+    param(&pairs, "code").expect("a code").to_owned()
+}
+
+/// `POST /oauth/token` with form fields, optionally with HTTP Basic credentials.
+pub async fn token_request(
+    app: &TestApp,
+    fields: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> reqwest::Response {
+    let request = app
+        .http
+        .post(format!("{}/oauth/token", app.issuer))
+        .form(fields);
+    let request = match basic {
+        Some((id, secret)) => request.basic_auth(id, Some(secret)),
+        None => request,
+    };
+    request.send().await.unwrap()
+}
+
+/// Exchanges a code of the public client `spa` and returns the JSON body (asserting 200).
+pub async fn exchange(app: &TestApp, code: &str) -> serde_json::Value {
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", REDIRECT_URI),
+        ("code_verifier", VERIFIER),
+        ("client_id", CLIENT_ID),
+    ];
+    let response = token_request(app, &fields, None).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// An RFC 6749 §5.2 error: status, `error`, a description, no-store.
+pub async fn assert_oauth_error(response: reqwest::Response, status: u16, error: &str) {
+    assert_eq!(response.status().as_u16(), status, "expected {error}");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    if status == 401 && error == "invalid_client" {
+        let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+        assert!(challenge.starts_with("Basic"), "{challenge}");
+    }
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"], error, "{body}");
+    assert!(
+        body["error_description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty()),
+        "{body}"
+    );
+}
+
+/// The claims of a JWT, without verifying it (tests look at what was issued).
+pub fn jwt_parts(token: &str) -> (serde_json::Value, serde_json::Value) {
+    use base64::Engine;
+    let mut parts = token.split('.');
+    let mut decode = || {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(parts.next().unwrap())
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+    };
+    let header = decode();
+    (header, decode())
 }

@@ -30,8 +30,10 @@ async fn rotation_and_retirement_reach_the_running_jwks(db: TestDatabase) {
     })
     .await;
 
-    // Once published long enough, the new key signs and is listed first.
-    app.clock.advance(jose::PUBLISH_BEFORE_SIGNING);
+    // Once published long enough, the new key signs and is listed first. The CLI stamped the
+    // key with the real time; the server's clock moves to exactly the moment it may sign.
+    let created_at = app.store.active_signing_keys().await.unwrap()[0].created_at;
+    app.clock.set(created_at + jose::PUBLISH_BEFORE_SIGNING);
     let signing = vec![new_kid.clone(), first[0].clone()];
     eventually(Duration::from_secs(10), || async {
         app.jwks_kids().await == signing

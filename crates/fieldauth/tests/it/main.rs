@@ -6,11 +6,16 @@ mod helpers;
 
 mod authorize;
 mod browser;
+mod browser_flow;
 mod cli;
 mod consent;
 mod demo;
 mod discovery;
 mod flow;
 mod keys;
+mod refresh;
+mod revoke;
 mod signin;
 mod startup;
+mod token;
+mod userinfo;

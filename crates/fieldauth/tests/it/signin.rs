@@ -106,7 +106,7 @@ async fn failures_delay_then_lock_the_account_even_for_the_right_password(db: Te
     // Right after a failure the next attempt must wait, right password or not.
     let (status, html) = attempt(&app, &browser, "alice", PASSWORD).await;
     assert_eq!(status, 429);
-    assert!(html.contains("wait 1 seconds"), "{html}");
+    assert!(html.contains("wait 1 second(s)"), "{html}");
     for i in 2..=5 {
         app.clock.advance(60);
         let (status, html) = attempt(&app, &browser, "alice", &format!("wrong-{i}")).await;

@@ -1,0 +1,173 @@
+//! `grant_type=refresh_token` (RFC 6749 §6, spec §5.7): rotation on every use, reuse
+//! revoking the whole grant, atomic under concurrency, narrowing only, 30 days.
+
+use store::testing::TestDatabase;
+
+use crate::flow::{
+    assert_oauth_error, code_for, exchange, jwt_parts, seed, token_request, CLIENT_ID, WEB_CLIENT,
+    WEB_SECRET,
+};
+use crate::helpers::{on_both_backends, TestApp};
+
+on_both_backends!(
+    each_refresh_rotates_and_a_reused_token_revokes_the_newest_too,
+    twenty_concurrent_refreshes_of_one_token_have_exactly_one_success,
+    scope_may_only_narrow_and_a_refusal_does_not_spend_the_token,
+    a_refresh_token_belongs_to_its_client_and_expires_after_30_days,
+);
+
+async fn first_refresh_token(app: &TestApp) -> String {
+    let code = code_for(
+        app,
+        &app.browser(),
+        &[("scope", Some("openid offline_access jobs"))],
+    )
+    .await;
+    exchange(app, &code).await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn refresh(app: &TestApp, token: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+    let mut fields = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", token),
+        ("client_id", CLIENT_ID),
+    ];
+    fields.extend_from_slice(extra);
+    token_request(app, &fields, None).await
+}
+
+async fn refreshed(app: &TestApp, token: &str) -> serde_json::Value {
+    let response = refresh(app, token, &[]).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn each_refresh_rotates_and_a_reused_token_revokes_the_newest_too(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let first = first_refresh_token(&app).await;
+    let second = refreshed(&app, &first).await;
+    let second_token = second["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(second_token, first);
+    assert!(second["id_token"].is_string(), "openid: a new ID token");
+    let (_, id) = jwt_parts(second["id_token"].as_str().unwrap());
+    assert!(
+        id.get("nonce").is_none(),
+        "OpenID Connect Core §12.2: no nonce on refresh"
+    );
+    let third = refreshed(&app, &second_token).await;
+    let newest = third["refresh_token"].as_str().unwrap().to_owned();
+
+    // The first token again: refused, and the whole family goes, newest token included.
+    assert_oauth_error(refresh(&app, &first, &[]).await, 400, "invalid_grant").await;
+    assert_oauth_error(refresh(&app, &newest, &[]).await, 400, "invalid_grant").await;
+    let userinfo = app
+        .http
+        .get(format!("{}/oauth/userinfo", app.issuer))
+        .bearer_auth(third["access_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        userinfo.status(),
+        401,
+        "the family's access tokens end with it"
+    );
+    app.stop().await;
+}
+
+/// DESIGN.md: two concurrent refreshes of one token can never both succeed.
+async fn twenty_concurrent_refreshes_of_one_token_have_exactly_one_success(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let token = first_refresh_token(&app).await;
+    let url = format!("{}/oauth/token", app.issuer);
+    let attempts: Vec<_> = (0..20)
+        .map(|_| {
+            let (http, url, token) = (app.http.clone(), url.clone(), token.clone());
+            tokio::spawn(async move {
+                let fields = [
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", token.as_str()),
+                    ("client_id", CLIENT_ID),
+                ];
+                http.post(url)
+                    .form(&fields)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for attempt in attempts {
+        statuses.push(attempt.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 400),
+        "{statuses:?}"
+    );
+    app.stop().await;
+}
+
+/// RFC 6749 §6: the requested scope may not include anything not originally granted.
+async fn scope_may_only_narrow_and_a_refusal_does_not_spend_the_token(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let token = first_refresh_token(&app).await;
+    assert_oauth_error(
+        refresh(&app, &token, &[("scope", "jobs customers")]).await,
+        400,
+        "invalid_scope",
+    )
+    .await;
+    let narrowed = refresh(&app, &token, &[("scope", "jobs")]).await;
+    assert_eq!(
+        narrowed.status(),
+        200,
+        "the refused attempt did not spend the token"
+    );
+    let body: serde_json::Value = narrowed.json().await.unwrap();
+    assert_eq!(body["scope"], "jobs");
+    assert!(
+        body.get("id_token").is_none(),
+        "no openid in the narrowed scope"
+    );
+    let (_, access) = jwt_parts(body["access_token"].as_str().unwrap());
+    assert_eq!(access["scope"], "jobs");
+    // The next refresh without a scope gets the whole original grant back.
+    let full = refreshed(&app, body["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(full["scope"], "openid offline_access jobs");
+    app.stop().await;
+}
+
+async fn a_refresh_token_belongs_to_its_client_and_expires_after_30_days(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let token = first_refresh_token(&app).await;
+    let stolen = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", token.as_str()),
+    ];
+    assert_oauth_error(
+        token_request(&app, &stolen, Some((WEB_CLIENT, WEB_SECRET))).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+    let kept = refreshed(&app, &token).await;
+    let next = kept["refresh_token"].as_str().unwrap().to_owned();
+    app.clock.advance(30 * 86_400);
+    assert_oauth_error(refresh(&app, &next, &[]).await, 400, "invalid_grant").await;
+    app.stop().await;
+}

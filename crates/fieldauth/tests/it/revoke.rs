@@ -1,0 +1,193 @@
+//! `/oauth/revoke` (RFC 7009): a client's refresh token ends its grant; unknown and other
+//! clients' tokens answer 200 and change nothing; access tokens are unsupported.
+
+use store::testing::TestDatabase;
+
+use crate::flow::{
+    assert_oauth_error, code_for, exchange, seed, token_request, CLIENT_ID, REDIRECT_URI, VERIFIER,
+    WEB_CLIENT, WEB_SECRET,
+};
+use crate::helpers::{on_both_backends, TestApp};
+
+on_both_backends!(
+    revoking_a_refresh_token_ends_its_grant,
+    unknown_and_foreign_tokens_answer_200_and_change_nothing,
+    access_tokens_are_unsupported_and_confidential_clients_must_authenticate,
+);
+
+async fn tokens(app: &TestApp) -> serde_json::Value {
+    let code = code_for(
+        app,
+        &app.browser(),
+        &[("scope", Some("openid offline_access jobs"))],
+    )
+    .await;
+    exchange(app, &code).await
+}
+
+async fn revoke(
+    app: &TestApp,
+    fields: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> reqwest::Response {
+    let request = app
+        .http
+        .post(format!("{}/oauth/revoke", app.issuer))
+        .form(fields);
+    let request = match basic {
+        Some((id, secret)) => request.basic_auth(id, Some(secret)),
+        None => request,
+    };
+    request.send().await.unwrap()
+}
+
+async fn can_refresh(app: &TestApp, token: &str) -> bool {
+    let fields = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", token),
+        ("client_id", CLIENT_ID),
+    ];
+    token_request(app, &fields, None).await.status() == 200
+}
+
+async fn revoking_a_refresh_token_ends_its_grant(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let issued = tokens(&app).await;
+    let refresh = issued["refresh_token"].as_str().unwrap();
+    let response = revoke(
+        &app,
+        &[
+            ("token", refresh),
+            ("token_type_hint", "refresh_token"),
+            ("client_id", CLIENT_ID),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert!(!can_refresh(&app, refresh).await);
+    let userinfo = app
+        .http
+        .get(format!("{}/oauth/userinfo", app.issuer))
+        .bearer_auth(issued["access_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(userinfo.status(), 401, "the grant's access token ends too");
+    // Revoking again is still 200 (§2.2).
+    assert_eq!(
+        revoke(&app, &[("token", refresh), ("client_id", CLIENT_ID)], None)
+            .await
+            .status(),
+        200
+    );
+    app.stop().await;
+}
+
+async fn unknown_and_foreign_tokens_answer_200_and_change_nothing(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    for unknown in [
+        "acme.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "garbage",
+    ] {
+        assert_eq!(
+            revoke(&app, &[("token", unknown), ("client_id", CLIENT_ID)], None)
+                .await
+                .status(),
+            200,
+            "{unknown}"
+        );
+    }
+    // The client is authenticated in the token's tenant; in another tenant it is unknown.
+    let elsewhere = [
+        ("token", "ghost.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        ("client_id", CLIENT_ID),
+    ];
+    assert_oauth_error(revoke(&app, &elsewhere, None).await, 401, "invalid_client").await;
+    // `web` cannot revoke a token of `spa`.
+    let issued = tokens(&app).await;
+    let refresh = issued["refresh_token"].as_str().unwrap();
+    assert_eq!(
+        revoke(&app, &[("token", refresh)], Some((WEB_CLIENT, WEB_SECRET)))
+            .await
+            .status(),
+        200
+    );
+    assert!(
+        can_refresh(&app, refresh).await,
+        "another client's revocation changed nothing"
+    );
+    app.stop().await;
+}
+
+async fn access_tokens_are_unsupported_and_confidential_clients_must_authenticate(
+    db: TestDatabase,
+) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let issued = tokens(&app).await;
+    let access = issued["access_token"].as_str().unwrap();
+    assert_oauth_error(
+        revoke(&app, &[("token", access), ("client_id", CLIENT_ID)], None).await,
+        400,
+        "unsupported_token_type",
+    )
+    .await;
+
+    // A token of the confidential client: revoking it needs its credentials.
+    let code = code_for(
+        &app,
+        &app.browser(),
+        &[
+            ("client_id", Some(WEB_CLIENT)),
+            ("scope", Some("openid offline_access")),
+        ],
+    )
+    .await;
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT_URI),
+        ("code_verifier", VERIFIER),
+    ];
+    let web: serde_json::Value = token_request(&app, &fields, Some((WEB_CLIENT, WEB_SECRET)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let refresh = web["refresh_token"].as_str().unwrap();
+    assert_oauth_error(
+        revoke(&app, &[("token", refresh), ("client_id", WEB_CLIENT)], None).await,
+        401,
+        "invalid_client",
+    )
+    .await;
+    assert_oauth_error(
+        revoke(&app, &[("token", refresh)], Some((WEB_CLIENT, "wrong"))).await,
+        401,
+        "invalid_client",
+    )
+    .await;
+    assert_oauth_error(
+        revoke(&app, &[("client_id", CLIENT_ID)], None).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+    assert_eq!(
+        revoke(&app, &[("token", refresh)], Some((WEB_CLIENT, WEB_SECRET)))
+            .await
+            .status(),
+        200
+    );
+    let again = [("grant_type", "refresh_token"), ("refresh_token", refresh)];
+    assert_oauth_error(
+        token_request(&app, &again, Some((WEB_CLIENT, WEB_SECRET))).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+    app.stop().await;
+}

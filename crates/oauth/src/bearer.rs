@@ -1,0 +1,60 @@
+//! Bearer access tokens presented to this server (RFC 6750 §2.1), checked as RFC 9068 §4
+//! asks: signature by one of our keys, `typ`, `iss`, `aud`, `exp`; then the grant must not
+//! have been revoked.
+
+use axum::http::{header, HeaderMap};
+use jose::{AccessTokenClaims, UnixTime, Validation};
+use store::TenantId;
+
+use crate::error::OAuthError;
+use crate::state::OAuthState;
+
+/// The token from `Authorization: Bearer …`, or `invalid_token`.
+pub fn bearer_token(headers: &HeaderMap) -> Result<&str, OAuthError> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or(OAuthError::InvalidToken("no access token"))?
+        .to_str()
+        .map_err(|_| OAuthError::InvalidToken("malformed Authorization header"))?;
+    match value.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(token.trim())
+        }
+        _ => Err(OAuthError::InvalidToken(
+            "the Authorization header is not a Bearer token",
+        )),
+    }
+}
+
+/// The claims of a live access token issued by this server.
+pub async fn validate_access_token(
+    state: &OAuthState,
+    token: &str,
+    now: UnixTime,
+) -> Result<AccessTokenClaims, OAuthError> {
+    let keys = state.signing_keys.current();
+    let validation = Validation {
+        typ: "at+jwt",
+        issuer: state.config.issuer.as_str(),
+        audience: &state.config.api_audience,
+        now,
+        leeway: 0,
+    };
+    let claims: AccessTokenClaims = jose::verify_jwt(token, &keys.verification, &validation)
+        .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
+    let tenant = TenantId::parse(&claims.tenant)
+        .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
+    let grant = state
+        .store
+        .tenant(&tenant)
+        .find_grant(&claims.grant_id)
+        .await?;
+    if grant.is_none_or(|g| g.revoked_at.is_some()) {
+        return Err(OAuthError::InvalidToken(
+            "the access token has been revoked",
+        ));
+    }
+    Ok(claims)
+}

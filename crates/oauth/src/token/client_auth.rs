@@ -1,0 +1,161 @@
+//! Client authentication at the token and revocation endpoints (RFC 6749 §2.3.1, §3.2.1):
+//! public clients name themselves with `client_id`; confidential clients prove themselves
+//! with HTTP Basic or with `client_id` and `client_secret` in the body, never both.
+
+use axum::http::{header, HeaderMap};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use secrecy::SecretString;
+use store::{Client, ClientType, TenantStore};
+
+use crate::error::OAuthError;
+use crate::params::Params;
+use crate::secret::verify_secret;
+
+/// What the request presented, before it is checked against the client.
+#[derive(Debug)]
+struct Presented {
+    client_id: String,
+    secret: Option<SecretString>,
+}
+
+/// The authenticated client, or `invalid_client`.
+pub async fn authenticate_client(
+    tenant: &TenantStore<'_>,
+    headers: &HeaderMap,
+    params: &Params,
+) -> Result<Client, OAuthError> {
+    let presented = presented(headers, params)?;
+    let client = tenant
+        .find_client(&presented.client_id)
+        .await?
+        .ok_or(OAuthError::InvalidClient("unknown client"))?;
+    match (client.client_type, &presented.secret, &client.secret_hash) {
+        (ClientType::Public, None, _) => Ok(client),
+        (ClientType::Public, Some(_), _) => Err(OAuthError::InvalidClient(
+            "a public client must not send a secret",
+        )),
+        (ClientType::Confidential, Some(secret), Some(hash)) if verify_secret(secret, hash) => {
+            Ok(client)
+        }
+        (ClientType::Confidential, Some(_), _) => {
+            Err(OAuthError::InvalidClient("wrong client credentials"))
+        }
+        (ClientType::Confidential, None, _) => Err(OAuthError::InvalidClient(
+            "a confidential client must authenticate",
+        )),
+    }
+}
+
+fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
+    let repeated = |_| OAuthError::InvalidClient("a client credential is repeated");
+    let body_id = params.single("client_id").map_err(repeated)?;
+    let body_secret = params.single("client_secret").map_err(repeated)?;
+    match basic_credentials(headers)? {
+        Some(_) if body_secret.is_some() => Err(OAuthError::InvalidClient(
+            "use one authentication method: HTTP Basic or client_secret in the body",
+        )),
+        Some((id, _)) if body_id.is_some_and(|body| body != id) => Err(OAuthError::InvalidClient(
+            "client_id differs from the Basic credentials",
+        )),
+        Some((client_id, secret)) => Ok(Presented {
+            client_id,
+            secret: Some(secret),
+        }),
+        None => {
+            let client_id = body_id.ok_or(OAuthError::InvalidClient("no client authentication"))?;
+            Ok(Presented {
+                client_id: client_id.to_owned(),
+                secret: body_secret.map(|s| SecretString::from(s.to_owned())),
+            })
+        }
+    }
+}
+
+/// RFC 6749 §2.3.1: the id and secret are form-urlencoded before Base64.
+fn basic_credentials(headers: &HeaderMap) -> Result<Option<(String, SecretString)>, OAuthError> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let malformed = OAuthError::InvalidClient("malformed Basic credentials");
+    let value = value
+        .to_str()
+        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
+    let Some((scheme, encoded)) = value.split_once(' ') else {
+        return Err(malformed);
+    };
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(OAuthError::InvalidClient(
+            "only HTTP Basic client authentication is accepted",
+        ));
+    }
+    let decoded = STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
+    let decoded = String::from_utf8(decoded)
+        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
+    let (id, secret) = decoded
+        .split_once(':')
+        .ok_or(OAuthError::InvalidClient("malformed Basic credentials"))?;
+    let id = form_decode(id);
+    if id.is_empty() {
+        return Err(OAuthError::InvalidClient("malformed Basic credentials"));
+    }
+    Ok(Some((id, SecretString::from(form_decode(secret)))))
+}
+
+fn form_decode(value: &str) -> String {
+    url::form_urlencoded::parse(format!("v={value}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn basic(raw: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let value = format!("Basic {}", STANDARD.encode(raw));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&value).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn basic_credentials_are_form_decoded() {
+        let (id, secret) = basic_credentials(&basic("my%3Aclient:s%2Bcret+x"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(id, "my:client");
+        assert_eq!(secrecy::ExposeSecret::expose_secret(&secret), "s+cret x");
+    }
+
+    #[test]
+    fn two_methods_or_mismatched_ids_are_refused() {
+        let params = Params::parse(b"client_id=web&client_secret=s");
+        assert!(matches!(
+            presented(&basic("web:s"), &params),
+            Err(OAuthError::InvalidClient(_))
+        ));
+        let params = Params::parse(b"client_id=other");
+        assert!(matches!(
+            presented(&basic("web:s"), &params),
+            Err(OAuthError::InvalidClient(_))
+        ));
+        let params = Params::parse(b"client_id=web");
+        assert_eq!(
+            presented(&basic("web:s"), &params).unwrap().client_id,
+            "web"
+        );
+        assert!(matches!(
+            presented(&HeaderMap::new(), &Params::parse(b"")),
+            Err(OAuthError::InvalidClient(_))
+        ));
+    }
+}

@@ -1,0 +1,162 @@
+//! `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6): one redemption per code;
+//! a replay fails and revokes what the first redemption issued (§10.5).
+
+use axum::http::HeaderMap;
+use jose::UnixTime;
+use store::{CodeRedemption, Grant, NewGrant, NewRefreshToken};
+use subtle::ConstantTimeEq;
+
+use super::client_auth::authenticate_client;
+use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
+use super::tenant_token;
+use crate::error::OAuthError;
+use crate::params::Params;
+use crate::pkce;
+use crate::scope::Scope;
+use crate::secret::hash_secret;
+use crate::state::OAuthState;
+
+pub async fn exchange_code(
+    state: &OAuthState,
+    headers: &HeaderMap,
+    params: &Params,
+    now: UnixTime,
+) -> Result<TokenResponse, OAuthError> {
+    let code = required(params, "code")?;
+    let redirect_uri = required(params, "redirect_uri")?;
+    let verifier = required(params, "code_verifier")?;
+    let (tenant_id, secret) =
+        tenant_token(code).ok_or(OAuthError::InvalidGrant("the code is not valid"))?;
+    let tenant = state.store.tenant(&tenant_id);
+    let client = authenticate_client(&tenant, headers, params).await?;
+
+    let code_hash = hash_secret(secret);
+    let code = match tenant.redeem_authorization_code(&code_hash, now).await? {
+        CodeRedemption::Redeemed(code) => code,
+        CodeRedemption::Replayed { grant_id } => {
+            if let Some(grant_id) = grant_id {
+                if tenant
+                    .revoke_grant(&grant_id, "authorization code replayed", now)
+                    .await?
+                {
+                    tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "authorization code replayed: its grant is revoked");
+                }
+            }
+            return Err(OAuthError::InvalidGrant("the code was already used"));
+        }
+        CodeRedemption::Unknown => return Err(OAuthError::InvalidGrant("the code is not valid")),
+    };
+    // Checked after the code is used up: a failed attempt still spends it.
+    if code.client_id != client.client_id {
+        return Err(OAuthError::InvalidGrant(
+            "the code was issued to another client",
+        ));
+    }
+    if code.redirect_uri != redirect_uri {
+        return Err(OAuthError::InvalidGrant(
+            "redirect_uri differs from the authorization request",
+        ));
+    }
+    if code.expires_at <= now {
+        return Err(OAuthError::InvalidGrant("the code has expired"));
+    }
+    check_verifier(verifier, &code.code_challenge)?;
+
+    let user = tenant
+        .find_user(&code.user_id)
+        .await?
+        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
+    let grant_id = state.random.uuid_v4()?;
+    let offline = code
+        .scope
+        .split(' ')
+        .any(|s| s == Scope::OfflineAccess.as_str());
+    let refresh_token = match offline {
+        true => Some(state.random.token()?),
+        false => None,
+    };
+    let new_grant = NewGrant {
+        grant_id: &grant_id,
+        client_id: &code.client_id,
+        user_id: &code.user_id,
+        organization_guid: &code.organization_guid,
+        scope: &code.scope,
+        auth_time: code.auth_time,
+    };
+    let refresh_hash = refresh_token.as_deref().map(hash_secret);
+    let first = refresh_hash.as_ref().map(|hash| NewRefreshToken {
+        token_hash: hash,
+        expires_at: now + REFRESH_TOKEN_LIFETIME,
+    });
+    tenant
+        .create_grant(&new_grant, first, &code_hash, now)
+        .await?;
+    let grant = Grant {
+        grant_id: grant_id.clone(),
+        client_id: code.client_id.clone(),
+        user_id: code.user_id.clone(),
+        organization_guid: code.organization_guid.clone(),
+        scope: code.scope.clone(),
+        auth_time: code.auth_time,
+        created_at: now,
+        revoked_at: None,
+    };
+    let issue = Issue {
+        tenant: tenant_id.as_str(),
+        grant: &grant,
+        scope: &code.scope,
+        user: &user,
+        nonce: code.nonce.as_deref(),
+        refresh_token: refresh_token.map(|secret| format!("{tenant_id}.{secret}")),
+    };
+    tracing::info!(tenant = %tenant_id, client_id = %client.client_id, sub = %user.user_id, "authorization code exchanged");
+    issue::mint(state, issue, now).await
+}
+
+/// RFC 7636 §4.1 and §4.6: 43 to 128 unreserved characters whose S256 is the challenge.
+fn check_verifier(verifier: &str, challenge: &str) -> Result<(), OAuthError> {
+    let well_formed = (43..=128).contains(&verifier.len())
+        && verifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
+    if !well_formed {
+        return Err(OAuthError::InvalidGrant(
+            "code_verifier must be 43 to 128 unreserved characters",
+        ));
+    }
+    let computed = pkce::s256_challenge(verifier);
+    match bool::from(computed.as_bytes().ct_eq(challenge.as_bytes())) {
+        true => Ok(()),
+        false => Err(OAuthError::InvalidGrant(
+            "code_verifier does not match the code_challenge",
+        )),
+    }
+}
+
+pub(super) fn required<'p>(params: &'p Params, name: &'static str) -> Result<&'p str, OAuthError> {
+    params
+        .single(name)
+        .map_err(|_| OAuthError::InvalidForm("a parameter is repeated"))?
+        .ok_or(match name {
+            "code" => OAuthError::InvalidForm("code is missing"),
+            "redirect_uri" => OAuthError::InvalidForm("redirect_uri is missing"),
+            "code_verifier" => OAuthError::InvalidForm("code_verifier is missing"),
+            "refresh_token" => OAuthError::InvalidForm("refresh_token is missing"),
+            _ => OAuthError::InvalidForm("token is missing"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verifier_must_be_well_formed_and_match() {
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert!(check_verifier("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", challenge).is_ok());
+        assert!(check_verifier("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXK", challenge).is_err());
+        assert!(check_verifier("short", challenge).is_err());
+        assert!(check_verifier(&"a".repeat(129), challenge).is_err());
+        assert!(check_verifier(&format!("{}+", "a".repeat(43)), challenge).is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! `POST /oauth/token` (RFC 6749 §3.2): the grant types this server allows, and nothing else.
+
+mod client_auth;
+mod code;
+mod issue;
+mod refresh;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use store::TenantId;
+
+pub use client_auth::authenticate_client;
+pub use issue::{ACCESS_TOKEN_LIFETIME, ID_TOKEN_LIFETIME, REFRESH_TOKEN_LIFETIME};
+
+use crate::error::OAuthError;
+use crate::params::FormParams;
+use crate::state::OAuthState;
+
+pub async fn post_token(
+    State(state): State<OAuthState>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Result<Response, OAuthError> {
+    let now = state.clock.now();
+    if params.first_repeated().is_some() {
+        return Err(OAuthError::InvalidForm("a parameter is repeated")); // §3.2
+    }
+    let response = match params.single("grant_type").ok().flatten() {
+        Some("authorization_code") => code::exchange_code(&state, &headers, &params, now).await?,
+        Some("refresh_token") => refresh::refresh(&state, &headers, &params, now).await?,
+        // Implicit, password and client_credentials are not offered (spec §1).
+        _ => return Err(OAuthError::UnsupportedGrantType),
+    };
+    let mut response = Json(response).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+/// Splits `<tenant>.<random>` (spec §1): the tenant routes the lookup, the random part is
+/// what is hashed. Anything else is not one of our codes or tokens.
+pub fn tenant_token(value: &str) -> Option<(TenantId, &str)> {
+    let (tenant, secret) = value.split_once('.')?;
+    let well_formed = secret.len() == 43
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    match well_formed {
+        true => Some((TenantId::parse(tenant).ok()?, secret)),
+        false => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tenant_tokens_split_at_the_dot_and_need_a_43_character_secret() {
+        let secret = "A".repeat(43);
+        let token = format!("acme.{secret}");
+        let (tenant, random) = super::tenant_token(&token).unwrap();
+        assert_eq!((tenant.as_str(), random), ("acme", secret.as_str()));
+        assert!(super::tenant_token(&format!("Acme.{secret}")).is_none());
+        assert!(super::tenant_token("acme.short").is_none());
+        assert!(super::tenant_token(&secret).is_none());
+        assert!(super::tenant_token(&format!("a.b.{secret}")).is_none());
+    }
+}

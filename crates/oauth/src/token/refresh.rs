@@ -1,0 +1,126 @@
+//! `grant_type=refresh_token` (RFC 6749 §6, spec §5.7): every use consumes the token and
+//! issues the next of its grant; a consumed token presented again revokes the grant.
+
+use axum::http::HeaderMap;
+use jose::UnixTime;
+use store::{NewRefreshToken, RefreshRotation};
+
+use super::client_auth::authenticate_client;
+use super::code::required;
+use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
+use super::tenant_token;
+use crate::error::OAuthError;
+use crate::params::Params;
+use crate::scope::Scope;
+use crate::secret::hash_secret;
+use crate::state::OAuthState;
+
+pub async fn refresh(
+    state: &OAuthState,
+    headers: &HeaderMap,
+    params: &Params,
+    now: UnixTime,
+) -> Result<TokenResponse, OAuthError> {
+    let token = required(params, "refresh_token")?;
+    let (tenant_id, secret) =
+        tenant_token(token).ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
+    let tenant = state.store.tenant(&tenant_id);
+    let client = authenticate_client(&tenant, headers, params).await?;
+    let token_hash = hash_secret(secret);
+    let requested = params
+        .single("scope")
+        .map_err(|_| OAuthError::InvalidForm("a parameter is repeated"))?;
+
+    // §6: a requested scope may only narrow. Checked before the token is spent; only
+    // requests that ask for a scope pay for the extra read.
+    if let Some(requested) = requested {
+        let grant = tenant
+            .find_refresh_token_grant(&token_hash)
+            .await?
+            .ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
+        narrowed_scope(requested, &grant.scope)?;
+    }
+
+    let next_secret = state.random.token()?;
+    let next_hash = hash_secret(&next_secret);
+    let next = NewRefreshToken {
+        token_hash: &next_hash,
+        expires_at: now + REFRESH_TOKEN_LIFETIME,
+    };
+    let grant = match tenant
+        .rotate_refresh_token(&token_hash, &client.client_id, next, now)
+        .await?
+    {
+        RefreshRotation::Rotated(grant) => grant,
+        RefreshRotation::Reused { grant_id: _ } => {
+            tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "refresh token reused: its grant is revoked");
+            return Err(OAuthError::InvalidGrant(
+                "the refresh token was already used; its grant is revoked",
+            ));
+        }
+        RefreshRotation::Refused => {
+            return Err(OAuthError::InvalidGrant("the refresh token is not valid"))
+        }
+    };
+    let scope = match requested {
+        Some(requested) => narrowed_scope(requested, &grant.scope)?,
+        None => grant.scope.clone(),
+    };
+    let user = tenant
+        .find_user(&grant.user_id)
+        .await?
+        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
+    let issue = Issue {
+        tenant: tenant_id.as_str(),
+        grant: &grant,
+        scope: &scope,
+        user: &user,
+        nonce: None,
+        refresh_token: Some(format!("{tenant_id}.{next_secret}")),
+    };
+    issue::mint(state, issue, now).await
+}
+
+/// The requested scopes, each of which the grant holds, in canonical order.
+fn narrowed_scope(requested: &str, granted: &str) -> Result<String, OAuthError> {
+    let mut scopes = Vec::new();
+    for name in requested.split(' ').filter(|s| !s.is_empty()) {
+        if !granted.split(' ').any(|g| g == name) {
+            return Err(OAuthError::InvalidScope(
+                "a requested scope was not granted",
+            ));
+        }
+        scopes.extend(Scope::parse(name).ok());
+    }
+    scopes.sort_unstable();
+    scopes.dedup();
+    if scopes.is_empty() {
+        return Err(OAuthError::InvalidScope("scope is empty"));
+    }
+    Ok(scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_may_only_narrow() {
+        assert_eq!(
+            narrowed_scope("jobs openid", "openid offline_access jobs").unwrap(),
+            "openid jobs"
+        );
+        assert!(matches!(
+            narrowed_scope("invoices", "openid jobs"),
+            Err(OAuthError::InvalidScope(_))
+        ));
+        assert!(matches!(
+            narrowed_scope(" ", "openid"),
+            Err(OAuthError::InvalidScope(_))
+        ));
+    }
+}

@@ -1,0 +1,48 @@
+//! `GET`/`POST /oauth/userinfo` (OpenID Connect Core §5.3): the claims the access token's
+//! scopes allow, for a token with `openid`.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use store::TenantId;
+
+use crate::bearer::{bearer_token, validate_access_token};
+use crate::error::OAuthError;
+use crate::scope::Scope;
+use crate::state::OAuthState;
+
+pub async fn userinfo(
+    State(state): State<OAuthState>,
+    headers: HeaderMap,
+) -> Result<Response, OAuthError> {
+    let now = state.clock.now();
+    let claims = validate_access_token(&state, bearer_token(&headers)?, now).await?;
+    if !claims.has_scope(Scope::OpenId.as_str()) {
+        return Err(OAuthError::InsufficientScope("openid"));
+    }
+    let tenant = TenantId::parse(&claims.tenant)
+        .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
+    let user = state
+        .store
+        .tenant(&tenant)
+        .find_user(&claims.sub)
+        .await?
+        .ok_or(OAuthError::InvalidToken("the user no longer exists"))?;
+    let mut body = Map::new();
+    body.insert("sub".into(), json!(user.user_id));
+    if claims.has_scope(Scope::Profile.as_str()) {
+        body.insert("name".into(), json!(user.name));
+        body.insert("preferred_username".into(), json!(user.username));
+    }
+    if claims.has_scope(Scope::Email.as_str()) {
+        body.insert("email".into(), json!(user.email));
+        body.insert("email_verified".into(), json!(false));
+    }
+    let mut response = Json(Value::Object(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
