@@ -161,6 +161,22 @@ pub fn walkthrough(
         format!("    {authorize}"),
         format!("  state {state}"),
         format!("  PKCE code_verifier for the token exchange: {code_verifier}"),
+        String::new(),
+        "After Sign in and Allow, the browser lands on the redirect URI (nothing listens there):".to_owned(),
+        format!("copy the code from its address bar ({SPA_REDIRECT_URI}?code=demo.…&state=…&iss=…), then:"),
+        "  CODE='paste the code here'".to_owned(),
+        format!("  curl -s {token} \\", token = issuer.endpoint(paths::TOKEN)),
+        "    --data-urlencode grant_type=authorization_code \\".to_owned(),
+        format!("    --data-urlencode client_id={SPA_CLIENT} \\"),
+        format!("    --data-urlencode redirect_uri={SPA_REDIRECT_URI} \\"),
+        format!("    --data-urlencode code_verifier={code_verifier} \\"),
+        "    --data-urlencode \"code=$CODE\"".to_owned(),
+        "The answer has access_token, id_token and refresh_token (the code works once, for 60 s). Then:".to_owned(),
+        format!("  curl -s {} -H \"Authorization: Bearer $ACCESS_TOKEN\"", issuer.endpoint(paths::USERINFO)),
+        format!(
+            "  curl -s {} --data-urlencode grant_type=refresh_token --data-urlencode client_id={SPA_CLIENT} --data-urlencode \"refresh_token=$REFRESH_TOKEN\"",
+            issuer.endpoint(paths::TOKEN)
+        ),
     ];
     Ok(lines.join("\n"))
 }
