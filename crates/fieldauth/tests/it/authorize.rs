@@ -10,53 +10,74 @@ use crate::helpers::{on_both_backends, TestApp};
 type Overrides<'a> = Vec<(&'a str, Option<&'a str>)>;
 
 on_both_backends!(
-    untrusted_tenant_client_or_redirect_uri_get_a_400_page_and_no_redirect,
-    invalid_requests_redirect_with_the_rfc_error_state_and_iss,
     prompt_none_is_login_required_without_a_session_and_consent_required_with_one,
     a_signed_in_browser_skips_sign_in_unless_prompt_login_or_max_age_says_otherwise,
     sign_in_page_prefills_login_hint_and_sends_security_headers_and_cookie,
 );
 
-/// RFC 6749 §4.1.2.1: never redirect to an unverified redirect URI.
-async fn untrusted_tenant_client_or_redirect_uri_get_a_400_page_and_no_redirect(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    seed(&app).await;
-    let cases: Vec<(Overrides, &str)> = vec![
-        (vec![("tenant", None)], "does not name a tenant"),
-        (
-            vec![("tenant", Some("ghost"))],
-            "tenant in the request does not exist",
-        ),
-        (vec![("tenant", Some("Not.Valid"))], "not a valid tenant id"),
-        (vec![("client_id", None)], "client_id is missing"),
-        (
-            vec![("client_id", Some("nope"))],
-            "is not registered with this tenant",
-        ),
-        (vec![("redirect_uri", None)], "has no redirect_uri"),
-        (
-            vec![("redirect_uri", Some("http://127.0.0.1:9/callback/"))],
-            "redirect_uri is not registered",
-        ),
-        (
-            vec![("redirect_uri", Some("https://evil.example.com/cb"))],
-            "redirect_uri is not registered",
-        ),
-        (
-            vec![("redirect_uri", Some("https://app.example.com/cb"))],
-            "redirect_uri is not registered",
-        ),
-    ];
-    for (overrides, message) in cases {
-        let url = authorize_url(&app, &overrides);
-        assert_untrusted(&app, &url, message).await;
-    }
-    for repeated in ["tenant", "client_id", "redirect_uri"] {
-        let url = format!("{}&{repeated}=x", authorize_url(&app, &[]));
-        assert_untrusted(&app, &url, &format!("The {repeated} parameter is repeated")).await;
-    }
-    app.stop().await;
+/// Declares, in its own module, one test per row, each on both backends:
+/// `name: url-builder => expectation;`.
+macro_rules! rows {
+    ($module:ident, $check:path, { $($name:ident: $url:expr => $expect:expr;)* }) => {
+        mod $module {
+            use super::*;
+            $(async fn $name(db: TestDatabase) {
+                let app = TestApp::spawn(db).await;
+                seed(&app).await;
+                let url: String = ($url)(&app);
+                $check(&app, &url, $expect).await;
+                app.stop().await;
+            })*
+            on_both_backends!($($name),*);
+        }
+    };
 }
+
+fn with(overrides: Overrides<'static>) -> impl Fn(&TestApp) -> String {
+    move |app| authorize_url(app, &overrides)
+}
+
+fn repeating(name: &'static str) -> impl Fn(&TestApp) -> String {
+    move |app| format!("{}&{name}=x", authorize_url(app, &[]))
+}
+
+// RFC 6749 §4.1.2.1: never redirect to an unverified redirect URI. Each is a 400 page that
+// says what is wrong.
+rows!(untrusted, assert_untrusted, {
+    missing_tenant: with(vec![("tenant", None)]) => "does not name a tenant";
+    unknown_tenant: with(vec![("tenant", Some("ghost"))]) => "tenant in the request does not exist";
+    malformed_tenant: with(vec![("tenant", Some("Not.Valid"))]) => "not a valid tenant id";
+    missing_client_id: with(vec![("client_id", None)]) => "client_id is missing";
+    unknown_client_id: with(vec![("client_id", Some("nope"))]) => "is not registered with this tenant";
+    missing_redirect_uri: with(vec![("redirect_uri", None)]) => "has no redirect_uri";
+    redirect_uri_with_an_extra_slash: with(vec![("redirect_uri", Some("http://127.0.0.1:9/callback/"))]) => "redirect_uri is not registered";
+    foreign_redirect_uri: with(vec![("redirect_uri", Some("https://evil.example.com/cb"))]) => "redirect_uri is not registered";
+    redirect_uri_without_its_registered_query: with(vec![("redirect_uri", Some("https://app.example.com/cb"))]) => "redirect_uri is not registered";
+    repeated_tenant: repeating("tenant") => "The tenant parameter is repeated";
+    repeated_client_id: repeating("client_id") => "The client_id parameter is repeated";
+    repeated_redirect_uri: repeating("redirect_uri") => "The redirect_uri parameter is repeated";
+});
+
+// RFC 6749 §4.1.2.1 with RFC 9207 `iss`; `state` is echoed whenever it was sent once.
+rows!(redirected, assert_redirect_error, {
+    response_type_token: with(vec![("response_type", Some("token"))]) => ("unsupported_response_type", Some("state-123"));
+    response_type_code_id_token: with(vec![("response_type", Some("code id_token"))]) => ("unsupported_response_type", Some("state-123"));
+    missing_response_type: with(vec![("response_type", None)]) => ("invalid_request", Some("state-123"));
+    missing_code_challenge: with(vec![("code_challenge", None)]) => ("invalid_request", Some("state-123"));
+    plain_code_challenge_method: with(vec![("code_challenge_method", Some("plain"))]) => ("invalid_request", Some("state-123"));
+    missing_code_challenge_method: with(vec![("code_challenge_method", None)]) => ("invalid_request", Some("state-123"));
+    short_code_challenge: with(vec![("code_challenge", Some("too-short"))]) => ("invalid_request", Some("state-123"));
+    code_challenge_not_base64url: with(vec![("code_challenge", Some("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-c="))]) => ("invalid_request", Some("state-123"));
+    missing_state: with(vec![("state", None)]) => ("invalid_request", None);
+    repeated_state: repeating("state") => ("invalid_request", None);
+    repeated_scope: repeating("scope") => ("invalid_request", Some("state-123"));
+    unknown_scope: with(vec![("scope", Some("openid admin"))]) => ("invalid_scope", Some("state-123"));
+    scope_not_allowed_for_the_client: with(vec![("scope", Some("openid invoices"))]) => ("invalid_scope", Some("state-123"));
+    missing_scope: with(vec![("scope", None)]) => ("invalid_request", Some("state-123"));
+    prompt_none_with_login: with(vec![("prompt", Some("none login"))]) => ("invalid_request", Some("state-123"));
+    max_age_not_a_number: with(vec![("max_age", Some("soon"))]) => ("invalid_request", Some("state-123"));
+    request_object: with(vec![("request", Some("eyJhbGciOiJub25lIn0.e30."))]) => ("request_not_supported", Some("state-123"));
+});
 
 async fn assert_untrusted(app: &TestApp, url: &str, message: &str) {
     let response = app.get(url).await;
@@ -76,68 +97,7 @@ async fn assert_untrusted(app: &TestApp, url: &str, message: &str) {
     );
 }
 
-/// RFC 6749 §4.1.2.1 with RFC 9207 `iss`, and `state` echoed whenever it was sent once.
-async fn invalid_requests_redirect_with_the_rfc_error_state_and_iss(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    seed(&app).await;
-    let cases: Vec<(Overrides, &str)> = vec![
-        (
-            vec![("response_type", Some("token"))],
-            "unsupported_response_type",
-        ),
-        (
-            vec![("response_type", Some("code id_token"))],
-            "unsupported_response_type",
-        ),
-        (vec![("response_type", None)], "invalid_request"),
-        (vec![("code_challenge", None)], "invalid_request"),
-        (
-            vec![("code_challenge_method", Some("plain"))],
-            "invalid_request",
-        ),
-        (vec![("code_challenge_method", None)], "invalid_request"),
-        (
-            vec![("code_challenge", Some("too-short"))],
-            "invalid_request",
-        ),
-        (
-            vec![(
-                "code_challenge",
-                Some("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-c="),
-            )],
-            "invalid_request",
-        ),
-        (vec![("scope", Some("openid admin"))], "invalid_scope"),
-        (vec![("scope", Some("openid invoices"))], "invalid_scope"),
-        (vec![("scope", None)], "invalid_request"),
-        (vec![("prompt", Some("none login"))], "invalid_request"),
-        (vec![("max_age", Some("soon"))], "invalid_request"),
-        (
-            vec![("request", Some("eyJhbGciOiJub25lIn0.e30."))],
-            "request_not_supported",
-        ),
-    ];
-    for (overrides, error) in cases {
-        let url = authorize_url(&app, &overrides);
-        assert_redirect_error(&app, &url, error, Some("state-123")).await;
-    }
-    // A repeated parameter other than the three trusted ones.
-    let repeated = format!("{}&scope=jobs", authorize_url(&app, &[]));
-    assert_redirect_error(&app, &repeated, "invalid_request", Some("state-123")).await;
-    // Without state, or with it twice, there is no state to echo.
-    assert_redirect_error(
-        &app,
-        &authorize_url(&app, &[("state", None)]),
-        "invalid_request",
-        None,
-    )
-    .await;
-    let twice = format!("{}&state=other", authorize_url(&app, &[]));
-    assert_redirect_error(&app, &twice, "invalid_request", None).await;
-    app.stop().await;
-}
-
-async fn assert_redirect_error(app: &TestApp, url: &str, error: &str, state: Option<&str>) {
+async fn assert_redirect_error(app: &TestApp, url: &str, (error, state): (&str, Option<&str>)) {
     let response = app.get(url).await;
     assert_eq!(response.status(), 302, "{url}");
     assert_eq!(response.headers()["cache-control"], "no-store");

@@ -69,6 +69,13 @@ impl TestApp {
         };
         let store = Store::connect(&db.url).await.unwrap();
         let clock = Arc::new(ManualClock::new(SystemClock.now()));
+        // One RSA key for the whole test process, installed as if created a day ago so it
+        // signs at once: generating a key per server would dominate the suite's time.
+        let key = test_signing_key();
+        store
+            .insert_signing_key(&key.kid, &key.pkcs8_der, clock.now() - 86_400)
+            .await
+            .unwrap();
         let server = serve::start_on(
             &config,
             Listeners { auth, api },
@@ -136,6 +143,11 @@ impl TestApp {
         }
         self.store.close().await;
     }
+}
+
+fn test_signing_key() -> &'static jose::GeneratedKey {
+    static KEY: std::sync::OnceLock<jose::GeneratedKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| jose::generate_signing_key().unwrap())
 }
 
 /// Runs `fieldauth --database-url <db> ARGS`, with `stdin` piped in when given.

@@ -17,7 +17,7 @@ on_both_backends!(rotation_and_retirement_reach_the_running_jwks);
 async fn rotation_and_retirement_reach_the_running_jwks(db: TestDatabase) {
     let app = TestApp::spawn(db).await;
     let first = app.jwks_kids().await;
-    assert_eq!(first.len(), 1, "the first start generates one key");
+    assert_eq!(first.len(), 1, "one key to start with");
     let new_kid = json_output(&app.cli(&["keys", "rotate", "--json"]))["kid"]
         .as_str()
         .unwrap()

@@ -103,6 +103,7 @@ async fn json_logs_have_one_line_per_request_without_the_query() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut created_kid = None;
     let auth_addr = loop {
         let line = lines
             .next()
@@ -110,10 +111,15 @@ async fn json_logs_have_one_line_per_request_without_the_query() {
             .unwrap();
         let entry: serde_json::Value =
             serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"));
+        if entry["message"] == "signing key created" {
+            created_kid = entry["kid"].as_str().map(str::to_owned);
+        }
         if entry["message"] == "listening" {
             break entry["auth_addr"].as_str().unwrap().to_owned();
         }
     };
+    // The first start on an empty database generated the signing key it serves.
+    let created_kid = created_kid.expect("a key was generated on first start");
     let response = reqwest::get(format!("http://{auth_addr}/oauth/jwks?state=SECRET-STATE"))
         .await
         .unwrap();
@@ -122,6 +128,8 @@ async fn json_logs_have_one_line_per_request_without_the_query() {
         .to_str()
         .unwrap()
         .to_owned();
+    let jwks: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(jwks["keys"][0]["kid"], created_kid.as_str());
     let entry = loop {
         let line = lines.next().expect("a request line").unwrap();
         assert!(
