@@ -283,10 +283,17 @@ pub async fn token_request(
     fields: &[(&str, &str)],
     basic: Option<(&str, &str)>,
 ) -> reqwest::Response {
-    let request = app
-        .http
-        .post(format!("{}/oauth/token", app.issuer))
-        .form(fields);
+    client_post(app, "/oauth/token", fields, basic).await
+}
+
+/// A client's form POST to an endpoint, optionally with HTTP Basic credentials.
+pub async fn client_post(
+    app: &TestApp,
+    path: &str,
+    fields: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> reqwest::Response {
+    let request = app.http.post(format!("{}{path}", app.issuer)).form(fields);
     let request = match basic {
         Some((id, secret)) => request.basic_auth(id, Some(secret)),
         None => request,

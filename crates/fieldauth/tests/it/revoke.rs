@@ -4,8 +4,8 @@
 use store::testing::TestDatabase;
 
 use crate::flow::{
-    assert_oauth_error, code_for, exchange, seed, token_request, CLIENT_ID, REDIRECT_URI, VERIFIER,
-    WEB_CLIENT, WEB_SECRET,
+    self, assert_oauth_error, code_for, exchange, seed, token_request, CLIENT_ID, REDIRECT_URI,
+    VERIFIER, WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{on_both_backends, TestApp};
 
@@ -30,15 +30,7 @@ async fn revoke(
     fields: &[(&str, &str)],
     basic: Option<(&str, &str)>,
 ) -> reqwest::Response {
-    let request = app
-        .http
-        .post(format!("{}/oauth/revoke", app.issuer))
-        .form(fields);
-    let request = match basic {
-        Some((id, secret)) => request.basic_auth(id, Some(secret)),
-        None => request,
-    };
-    request.send().await.unwrap()
+    flow::client_post(app, "/oauth/revoke", fields, basic).await
 }
 
 async fn can_refresh(app: &TestApp, token: &str) -> bool {
