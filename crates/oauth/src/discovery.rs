@@ -12,7 +12,7 @@ use crate::scope::Scope;
 use crate::state::OAuthState;
 
 /// Claims the ID token and userinfo can carry (OpenID Connect Core §2, §5.1).
-const CLAIMS_SUPPORTED: [&str; 14] = [
+const CLAIMS_SUPPORTED: [&str; 13] = [
     "iss",
     "sub",
     "aud",
@@ -26,7 +26,6 @@ const CLAIMS_SUPPORTED: [&str; 14] = [
     "preferred_username",
     "email",
     "email_verified",
-    "organization_guid",
 ];
 
 pub fn metadata(issuer: &Issuer) -> serde_json::Value {

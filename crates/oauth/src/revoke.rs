@@ -27,9 +27,9 @@ pub async fn revoke(
         .ok()
         .flatten()
         .ok_or(OAuthError::InvalidForm("token is missing"))?;
-    let hint = params.single("token_type_hint").ok().flatten();
-    // A JWT (three dot-separated parts) is an access token.
-    if hint == Some("access_token") || token.split('.').count() == 3 {
+    // A JWT (three dot-separated parts) is an access token. `token_type_hint` is only a hint
+    // (§2.1): the token's shape decides.
+    if token.split('.').count() == 3 {
         return Err(OAuthError::UnsupportedTokenType);
     }
     // Not shaped like one of our tokens: there is nothing to revoke and no tenant to
@@ -40,8 +40,9 @@ pub async fn revoke(
     let tenant = state.store.tenant(&tenant_id);
     let client = authenticate_client(&tenant, &headers, &params).await?;
     if let Some(grant) = tenant
-        .find_refresh_token_grant(&hash_secret(secret))
+        .find_refresh_token(&hash_secret(secret))
         .await?
+        .map(|t| t.grant)
     {
         if grant.client_id == client.client_id
             && tenant

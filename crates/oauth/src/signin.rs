@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::{FailureSubject, TenantStore};
+use store::{FailureCount, FailureSubject, TenantStore};
 
 use crate::authorize::pending::{load_pending, Pending};
 use crate::consent;
@@ -21,7 +21,7 @@ use crate::password;
 use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
-use crate::throttle::{self, Verdict};
+use crate::throttle::{ThrottlePolicy, Verdict};
 use crate::username::Username;
 
 /// The client's IP address, from the connection (a proxy in front must be trusted
@@ -85,21 +85,27 @@ pub async fn sign_in(
     let account = FailureSubject::Account(username.as_str());
     let from_address = FailureSubject::Address(&address);
     let policy = state.signin.throttle;
-    let verdict = throttle::verdict(
-        tenant.signin_failures(account).await?,
-        policy.max_account_failures,
-        policy.lock_seconds,
-        now,
-    )
-    .and(throttle::verdict(
-        tenant.signin_failures(from_address).await?,
-        policy.max_address_failures,
-        policy.lock_seconds,
-        now,
-    ));
+    let previous = tenant.signin_failures(account).await?;
+    let verdict = policy
+        .account_verdict(previous, now)
+        .and(policy.address_verdict(tenant.signin_failures(from_address).await?, now));
     if let Some(message) = throttle_message(verdict) {
         tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
         return Ok(refuse(StatusCode::TOO_MANY_REQUESTS, &message));
+    }
+    // The attempt is counted as a failure before the password is checked (and forgiven on
+    // success), so parallel guesses each take a place in the count: no more than the limit
+    // of them reach Argon2 before the account locks.
+    let attempt = tenant
+        .record_signin_failure(account, now, now - policy.window())
+        .await?;
+    if attempt.failures > policy.attempts_allowed_after(previous, now) {
+        tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
+        let locked = Verdict::Locked(policy.lock_seconds);
+        return Ok(refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            &throttle_message(locked).unwrap_or_default(),
+        ));
     }
 
     let user = tenant.find_user_by_username(username.as_str()).await?;
@@ -111,11 +117,11 @@ pub async fn sign_in(
     let matches = verify_bounded(state, password, hash).await?;
     let Some(user) = user.filter(|_| matches) else {
         return failed(
-            state,
             &tenant,
+            policy,
             pending,
             typed_username,
-            account,
+            attempt,
             from_address,
             now,
         )
@@ -175,35 +181,21 @@ pub async fn sign_in(
 }
 
 async fn failed(
-    state: &OAuthState,
     tenant: &TenantStore<'_>,
+    policy: ThrottlePolicy,
     pending: &Pending,
     typed_username: &str,
-    account: FailureSubject<'_>,
+    by_account: FailureCount,
     from_address: FailureSubject<'_>,
     now: UnixTime,
 ) -> Result<Response, OAuthError> {
-    let window_start = now - throttle::WINDOW_SECONDS;
-    let by_account = tenant
-        .record_signin_failure(account, now, window_start)
-        .await?;
     let by_address = tenant
-        .record_signin_failure(from_address, now, window_start)
+        .record_signin_failure(from_address, now, now - policy.window())
         .await?;
     tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
-    let policy = state.signin.throttle;
-    let locked = throttle::verdict(
-        Some(by_account),
-        policy.max_account_failures,
-        policy.lock_seconds,
-        now,
-    )
-    .and(throttle::verdict(
-        Some(by_address),
-        policy.max_address_failures,
-        policy.lock_seconds,
-        now,
-    ));
+    let locked = policy
+        .account_verdict(Some(by_account), now)
+        .and(policy.address_verdict(Some(by_address), now));
     let message = match locked {
         Verdict::Locked(_) => format!(
             "Incorrect username or password. {}",

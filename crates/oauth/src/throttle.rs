@@ -54,17 +54,63 @@ impl Verdict {
     }
 }
 
+impl ThrottlePolicy {
+    /// How long failures are remembered: at least as long as a lock lasts, or a long lock
+    /// would end early when its count is forgotten.
+    pub fn window(&self) -> UnixTime {
+        WINDOW_SECONDS.max(self.lock_seconds)
+    }
+
+    /// An account gets growing delays between attempts, then the lock.
+    pub fn account_verdict(&self, count: Option<FailureCount>, now: UnixTime) -> Verdict {
+        verdict(
+            count,
+            self.max_account_failures,
+            self.lock_seconds,
+            self.window(),
+            true,
+            now,
+        )
+    }
+
+    /// The highest count an attempt may take, given the count read before it: up to the
+    /// limit, or one more once a lock has run out (which locks again if it fails).
+    pub fn attempts_allowed_after(&self, previous: Option<FailureCount>, now: UnixTime) -> i64 {
+        match previous {
+            Some(count) if count.last_failure_at >= now - self.window() => {
+                count.failures.max(self.max_account_failures - 1) + 1
+            }
+            _ => self.max_account_failures,
+        }
+    }
+
+    /// An address gets only the lock: many users may share one address (a proxy, an office),
+    /// and one user's typo must not slow the others down.
+    pub fn address_verdict(&self, count: Option<FailureCount>, now: UnixTime) -> Verdict {
+        verdict(
+            count,
+            self.max_address_failures,
+            self.lock_seconds,
+            self.window(),
+            false,
+            now,
+        )
+    }
+}
+
 /// May a sign-in be attempted now, given the failures counted so far?
-pub fn verdict(
+fn verdict(
     count: Option<FailureCount>,
     max_failures: i64,
     lock_seconds: i64,
+    window: UnixTime,
+    delays: bool,
     now: UnixTime,
 ) -> Verdict {
     let Some(count) = count else {
         return Verdict::Allowed;
     };
-    if count.last_failure_at < now - WINDOW_SECONDS {
+    if count.last_failure_at < now - window {
         return Verdict::Allowed;
     }
     if count.failures >= max_failures {
@@ -73,6 +119,9 @@ pub fn verdict(
             true => Verdict::Locked(until - now),
             false => Verdict::Allowed,
         };
+    }
+    if !delays {
+        return Verdict::Allowed;
     }
     // 1, 2, 4, 8 … seconds after the 1st, 2nd, 3rd, 4th … failure.
     let exponent = u32::try_from((count.failures - 1).clamp(0, 5)).unwrap_or(5);
@@ -88,6 +137,12 @@ pub fn verdict(
 mod tests {
     use super::*;
 
+    const POLICY: ThrottlePolicy = ThrottlePolicy {
+        max_account_failures: 5,
+        max_address_failures: 5,
+        lock_seconds: 300,
+    };
+
     fn count(failures: i64, last: UnixTime) -> Option<FailureCount> {
         Some(FailureCount {
             failures,
@@ -99,22 +154,71 @@ mod tests {
     #[test]
     fn each_failure_doubles_the_wait_until_the_lock() {
         let t = 1_000;
-        assert_eq!(verdict(None, 5, 300, t), Verdict::Allowed);
-        assert_eq!(verdict(count(1, t), 5, 300, t), Verdict::Wait(1));
-        assert_eq!(verdict(count(1, t), 5, 300, t + 1), Verdict::Allowed);
-        assert_eq!(verdict(count(3, t), 5, 300, t + 1), Verdict::Wait(3));
-        assert_eq!(verdict(count(4, t), 5, 300, t + 8), Verdict::Allowed);
+        assert_eq!(POLICY.account_verdict(None, t), Verdict::Allowed);
+        assert_eq!(POLICY.account_verdict(count(1, t), t), Verdict::Wait(1));
+        assert_eq!(POLICY.account_verdict(count(1, t), t + 1), Verdict::Allowed);
+        assert_eq!(POLICY.account_verdict(count(3, t), t + 1), Verdict::Wait(3));
+        assert_eq!(POLICY.account_verdict(count(4, t), t + 8), Verdict::Allowed);
     }
 
     #[test]
     fn the_limit_locks_for_the_lock_time_then_lets_go() {
         let t = 1_000;
-        assert_eq!(verdict(count(5, t), 5, 300, t + 10), Verdict::Locked(290));
-        assert_eq!(verdict(count(9, t), 5, 300, t + 299), Verdict::Locked(1));
-        assert_eq!(verdict(count(5, t), 5, 300, t + 300), Verdict::Allowed);
         assert_eq!(
-            verdict(count(5, t), 5, 300, t + WINDOW_SECONDS + 1),
+            POLICY.account_verdict(count(5, t), t + 10),
+            Verdict::Locked(290)
+        );
+        assert_eq!(
+            POLICY.account_verdict(count(9, t), t + 299),
+            Verdict::Locked(1)
+        );
+        assert_eq!(
+            POLICY.account_verdict(count(5, t), t + 300),
             Verdict::Allowed
+        );
+        assert_eq!(
+            POLICY.account_verdict(count(5, t), t + WINDOW_SECONDS + 1),
+            Verdict::Allowed
+        );
+    }
+
+    #[test]
+    fn addresses_only_lock_and_long_locks_outlive_the_window() {
+        let t = 1_000;
+        assert_eq!(
+            POLICY.address_verdict(count(3, t), t),
+            Verdict::Allowed,
+            "no delays per address"
+        );
+        assert_eq!(
+            POLICY.address_verdict(count(5, t), t + 1),
+            Verdict::Locked(299)
+        );
+        let long = ThrottlePolicy {
+            lock_seconds: 3600,
+            ..POLICY
+        };
+        assert_eq!(long.window(), 3600);
+        assert_eq!(
+            long.account_verdict(count(5, t), t + 2000),
+            Verdict::Locked(1600)
+        );
+    }
+
+    #[test]
+    fn parallel_attempts_get_the_places_left_before_the_lock() {
+        let t = 1_000;
+        assert_eq!(POLICY.attempts_allowed_after(None, t), 5);
+        assert_eq!(POLICY.attempts_allowed_after(count(2, t), t + 10), 5);
+        assert_eq!(
+            POLICY.attempts_allowed_after(count(5, t), t + 300),
+            6,
+            "one try after the lock"
+        );
+        assert_eq!(
+            POLICY.attempts_allowed_after(count(5, t), t + WINDOW_SECONDS + 1),
+            5,
+            "forgotten"
         );
     }
 

@@ -36,6 +36,22 @@ pub struct NewRefreshToken<'a> {
     pub expires_at: UnixTime,
 }
 
+/// A stored refresh token and the grant it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct RefreshToken {
+    #[sqlx(flatten)]
+    pub grant: Grant,
+    pub consumed_at: Option<i64>,
+    pub expires_at: i64,
+}
+
+impl RefreshToken {
+    /// Unused, unexpired, and of a grant that still stands.
+    pub fn is_live(&self, now: UnixTime) -> bool {
+        self.consumed_at.is_none() && self.expires_at > now && self.grant.revoked_at.is_none()
+    }
+}
+
 /// What presenting a code found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodeRedemption {
@@ -225,21 +241,18 @@ impl TenantStore<'_> {
         }
     }
 
-    /// The grant a refresh token belongs to, whatever the token's state.
-    pub async fn find_refresh_token_grant(
+    /// A refresh token's grant and state, whatever that state is.
+    pub async fn find_refresh_token(
         &self,
         token_hash: &[u8],
-    ) -> Result<Option<Grant>, StoreError> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {} FROM refresh_tokens t JOIN grants g \
+    ) -> Result<Option<RefreshToken>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, g.auth_time, \
+               g.created_at, g.revoked_at, t.consumed_at, t.expires_at \
+             FROM refresh_tokens t JOIN grants g \
                ON g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id \
              WHERE t.tenant_id = $1 AND t.token_hash = $2",
-            GRANT_COLUMNS
-                .split(", ")
-                .map(|c| format!("g.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
+        )
         .bind(self.id_str())
         .bind(token_hash.to_vec())
         .fetch_optional(self.pool())

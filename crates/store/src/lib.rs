@@ -23,7 +23,7 @@ pub use clients::{Client, ClientType, NewClient};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
 pub use db::{Backend, Store};
 pub use error::{Entity, StoreError};
-pub use grants::{CodeRedemption, Grant, NewGrant, NewRefreshToken, RefreshRotation};
+pub use grants::{CodeRedemption, Grant, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
 pub use keys::StoredSigningKey;
 pub use organizations::Organization;
 pub use signin_failures::{FailureCount, FailureSubject};

@@ -44,6 +44,7 @@ on_both_backends!(
     a_code_is_redeemed_once_and_a_replay_names_its_grant,
     refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
     twenty_concurrent_rotations_of_one_token_have_one_winner,
+    concurrent_failures_each_get_their_own_count,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -828,15 +829,13 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW)
         .await
         .unwrap();
+    let stored = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
     assert_eq!(
-        tenant
-            .find_refresh_token_grant(b"r1")
-            .await
-            .unwrap()
-            .unwrap()
-            .grant_id,
-        "g1"
+        (stored.grant.grant_id.as_str(), stored.consumed_at),
+        ("g1", None)
     );
+    assert!(stored.is_live(NOW));
+    assert!(!stored.is_live(NOW + 30 * 86_400), "expired");
 
     // Another client cannot use it, and that attempt does not consume it.
     assert_eq!(
@@ -953,4 +952,30 @@ async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) 
         }
     }
     assert_eq!(rotated, 1);
+}
+
+/// The sign-in throttle counts an attempt before checking its password; parallel attempts
+/// must each get a distinct count, or they could all slip under the limit.
+async fn concurrent_failures_each_get_their_own_count(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let attempts: Vec<_> = (0..10)
+        .map(|_| {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move {
+                let subject = FailureSubject::Account("alice");
+                store
+                    .tenant(&t)
+                    .record_signin_failure(subject, NOW, NOW - 900)
+                    .await
+                    .unwrap()
+                    .failures
+            })
+        })
+        .collect();
+    let mut counts = Vec::new();
+    for attempt in attempts {
+        counts.push(attempt.await.unwrap());
+    }
+    counts.sort_unstable();
+    assert_eq!(counts, (1..=10).collect::<Vec<i64>>());
 }

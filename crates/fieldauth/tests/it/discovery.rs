@@ -88,7 +88,6 @@ async fn both_metadata_documents_are_the_same_and_complete(db: TestDatabase) {
         "name",
         "email",
         "preferred_username",
-        "organization_guid",
         "nonce",
         "at_hash",
     ] {

@@ -31,14 +31,15 @@ pub async fn refresh(
         .single("scope")
         .map_err(|_| OAuthError::InvalidForm("a parameter is repeated"))?;
 
-    // §6: a requested scope may only narrow. Checked before the token is spent; only
-    // requests that ask for a scope pay for the extra read.
+    // §6: a requested scope may only narrow. Checked before the token is spent, and only
+    // for a live token of this client: anything else goes on to the rotation, which detects
+    // reuse and refuses the rest. Only requests that ask for a scope pay for the read.
     if let Some(requested) = requested {
-        let grant = tenant
-            .find_refresh_token_grant(&token_hash)
-            .await?
-            .ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
-        narrowed_scope(requested, &grant.scope)?;
+        if let Some(found) = tenant.find_refresh_token(&token_hash).await? {
+            if found.is_live(now) && found.grant.client_id == client.client_id {
+                narrowed_scope(requested, &found.grant.scope)?;
+            }
+        }
     }
 
     let next_secret = state.random.token()?;
