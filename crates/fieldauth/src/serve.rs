@@ -70,11 +70,15 @@ pub async fn start_on(
     )
     .await
     .context("cannot prepare the authorization server")?;
-    let api_state = api::ApiState {
-        store: store.clone(),
-        issuer: config.issuer.as_str().to_owned(),
-        audience: config.api_url.clone(),
-    };
+    let api_state = api::ApiState::new(
+        api::ApiConfig {
+            issuer: config.issuer.as_str().to_owned(),
+            audience: config.api_url.clone(),
+        },
+        store.clone(),
+        Arc::clone(&reload_clock),
+    )
+    .context("cannot prepare the API")?;
     let auth_router = listener_router(oauth::router(oauth_state), &store);
     let api_router = listener_router(api::router(api_state), &store);
 

@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod api;
 mod authorize;
 mod browser;
 mod browser_flow;

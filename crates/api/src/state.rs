@@ -1,0 +1,55 @@
+//! What the API listener's handlers share, built once in `fieldauth serve`.
+
+use std::sync::Arc;
+
+use jose::Clock;
+use store::Store;
+
+use crate::error::ApiError;
+use crate::keys::RemoteKeys;
+use crate::schema::{build_schema, ApiSchema};
+
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// `{auth_url}`: the issuer whose tokens are accepted, exactly as in `iss`.
+    pub issuer: String,
+    /// `{api_url}`: the audience tokens must carry.
+    pub audience: String,
+}
+
+#[derive(Clone)]
+pub struct ApiState {
+    pub config: Arc<ApiConfig>,
+    pub store: Store,
+    pub keys: RemoteKeys,
+    pub clock: Arc<dyn Clock>,
+    pub schema: ApiSchema,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiState {
+    /// The keys come from `{issuer}/oauth/jwks` over HTTP, as for any resource server.
+    pub fn new(
+        config: ApiConfig,
+        store: Store,
+        clock: Arc<dyn Clock>,
+    ) -> Result<ApiState, ApiError> {
+        let jwks_url = format!("{}/oauth/jwks", config.issuer.trim_end_matches('/'));
+        let keys = RemoteKeys::new(jwks_url)?;
+        let schema = build_schema(store.clone());
+        Ok(ApiState {
+            config: Arc::new(config),
+            store,
+            keys,
+            clock,
+            schema,
+        })
+    }
+}
