@@ -70,14 +70,7 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
         .ok_or(ApiError::Unauthenticated("no access token"))?
         .to_str()
         .map_err(|_| ApiError::Unauthenticated("malformed Authorization header"))?;
-    match value.split_once(' ') {
-        Some((scheme, token))
-            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
-        {
-            Ok(token.trim())
-        }
-        _ => Err(ApiError::Unauthenticated(
-            "the Authorization header is not a Bearer token",
-        )),
-    }
+    jose::bearer_token(value).ok_or(ApiError::Unauthenticated(
+        "the Authorization header is not a Bearer token",
+    ))
 }

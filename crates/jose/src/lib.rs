@@ -21,4 +21,4 @@ pub use rotation::{
     PUBLISH_BEFORE_SIGNING,
 };
 pub use sign::at_hash;
-pub use verify::{decode_header, verify_jwt, Header, Validation, VerificationKeys};
+pub use verify::{bearer_token, decode_header, verify_jwt, Header, Validation, VerificationKeys};

@@ -309,3 +309,11 @@ fn without_application(media_type: &str) -> &str {
 
 #[cfg(test)]
 mod tests;
+
+/// The token of an RFC 6750 §2.1 `Authorization: Bearer <token>` value (the scheme is
+/// case-insensitive); `None` for any other scheme or an empty token.
+pub fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}

@@ -16,16 +16,9 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, OAuthError> {
         .ok_or(OAuthError::InvalidToken("no access token"))?
         .to_str()
         .map_err(|_| OAuthError::InvalidToken("malformed Authorization header"))?;
-    match value.split_once(' ') {
-        Some((scheme, token))
-            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
-        {
-            Ok(token.trim())
-        }
-        _ => Err(OAuthError::InvalidToken(
-            "the Authorization header is not a Bearer token",
-        )),
-    }
+    jose::bearer_token(value).ok_or(OAuthError::InvalidToken(
+        "the Authorization header is not a Bearer token",
+    ))
 }
 
 /// The claims of a live access token issued by this server.

@@ -512,3 +512,12 @@ fn modulus_bits_counts_significant_bits() {
     assert_eq!(modulus_bits(&[0x80; 256]), 2048);
     assert_eq!(modulus_bits(&[0x7f; 256]), 2047);
 }
+
+#[test]
+fn bearer_tokens_need_the_bearer_scheme_and_a_token() {
+    assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+    assert_eq!(bearer_token("bearer  abc "), Some("abc"));
+    assert_eq!(bearer_token("Basic abc"), None);
+    assert_eq!(bearer_token("Bearer "), None);
+    assert_eq!(bearer_token("Bearer"), None);
+}
