@@ -51,12 +51,12 @@ pub async fn authenticate(
             "the access token names no organization",
         ));
     }
-    let grant = state
+    if !state
         .store
         .tenant(&tenant)
-        .find_grant(&claims.grant_id)
-        .await?;
-    if grant.is_none_or(|g| g.revoked_at.is_some()) {
+        .grant_is_live(&claims.grant_id)
+        .await?
+    {
         return Err(ApiError::Unauthenticated(
             "the access token has been revoked",
         ));

@@ -39,12 +39,12 @@ pub async fn validate_access_token(
         .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
     let tenant = TenantId::parse(&claims.tenant)
         .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
-    let grant = state
+    if !state
         .store
         .tenant(&tenant)
-        .find_grant(&claims.grant_id)
-        .await?;
-    if grant.is_none_or(|g| g.revoked_at.is_some()) {
+        .grant_is_live(&claims.grant_id)
+        .await?
+    {
         return Err(OAuthError::InvalidToken(
             "the access token has been revoked",
         ));

@@ -156,6 +156,14 @@ impl TenantStore<'_> {
         .await?)
     }
 
+    /// True while the grant exists and is not revoked: what every access token of it needs.
+    pub async fn grant_is_live(&self, grant_id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .find_grant(grant_id)
+            .await?
+            .is_some_and(|g| g.revoked_at.is_none()))
+    }
+
     /// Revokes a grant and so every token it issued. False when it was already revoked or
     /// does not exist.
     pub async fn revoke_grant(

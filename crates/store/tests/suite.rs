@@ -888,6 +888,8 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         !tenant.revoke_grant("g1", "again", NOW + 9).await.unwrap(),
         "already revoked"
     );
+    assert!(!tenant.grant_is_live("g1").await.unwrap());
+    assert!(!tenant.grant_is_live("no-such-grant").await.unwrap());
 
     // An expired token is refused without revoking anything.
     tenant
@@ -917,6 +919,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         tenant.find_grant("g2").await.unwrap().unwrap().revoked_at,
         None
     );
+    assert!(tenant.grant_is_live("g2").await.unwrap());
 }
 
 /// DESIGN.md: rotation is one atomic conditional update, so concurrent refreshes of one
