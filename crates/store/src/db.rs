@@ -1,6 +1,8 @@
 //! The connection pool, the choice of backend by URL scheme, and embedded migrations.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -35,8 +37,10 @@ impl Backend {
 /// [`Store::tenant`], which scopes every query to that tenant.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pub(crate) pool: AnyPool,
+    pool: AnyPool,
     backend: Backend,
+    /// Statements sent to the database, for metrics and for the tests that bound them.
+    statements: Arc<AtomicU64>,
 }
 
 impl Store {
@@ -71,11 +75,31 @@ impl Store {
         };
         // The migrator takes a database lock on PostgreSQL, so nodes may start together.
         migrator.run(&pool).await?;
-        Ok(Store { pool, backend })
+        Ok(Store {
+            pool,
+            backend,
+            statements: Arc::new(AtomicU64::new(0)),
+        })
     }
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The pool, for one statement: every statement of the store goes through here (or
+    /// [`Store::count_statement`] inside a transaction), so the count is what the database saw.
+    pub(crate) fn pool(&self) -> &AnyPool {
+        self.count_statement();
+        &self.pool
+    }
+
+    pub(crate) fn count_statement(&self) {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many statements this store (and its clones) has sent since it connected.
+    pub fn statements_executed(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// The records of one tenant. Every query through the handle is bound to that tenant.
@@ -85,7 +109,7 @@ impl Store {
 
     /// One round trip, for readiness checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(self.pool()).await?;
         Ok(())
     }
 

@@ -12,6 +12,12 @@ pub enum Entity {
     Membership,
     SigningKey,
     AuthorizationCode,
+    Employee,
+    Customer,
+    Property,
+    WorkOrder,
+    Job,
+    Invoice,
 }
 
 impl fmt::Display for Entity {
@@ -24,6 +30,12 @@ impl fmt::Display for Entity {
             Entity::Membership => "membership",
             Entity::SigningKey => "signing key",
             Entity::AuthorizationCode => "authorization code",
+            Entity::Employee => "employee",
+            Entity::Customer => "customer",
+            Entity::Property => "property",
+            Entity::WorkOrder => "work order",
+            Entity::Job => "job",
+            Entity::Invoice => "invoice",
         })
     }
 }
@@ -46,6 +58,10 @@ pub enum StoreError {
     Database(#[source] sqlx::Error),
     #[error("database migration failed")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// A business rule refused a write (an overlapping shift, an over-payment, a closed
+    /// work order); the message is for the person who asked.
+    #[error("{0}")]
+    Refused(String),
     #[error("stored record is corrupt: {0}")]
     Corrupt(&'static str),
 }

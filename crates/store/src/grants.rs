@@ -116,7 +116,7 @@ impl TenantStore<'_> {
         code_hash: &[u8],
         now: UnixTime,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO grants (tenant_id, grant_id, client_id, user_id, organization_guid, scope, \
              auth_time, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -129,10 +129,17 @@ impl TenantStore<'_> {
         .bind(grant.scope)
         .bind(grant.auth_time)
         .bind(now)
-        .execute(&mut *tx)
+        .execute(self.in_tx(&mut tx))
         .await?;
         if let Some(token) = refresh_token {
-            insert_refresh_token(&mut tx, self.id_str(), grant.grant_id, token, now).await?;
+            insert_refresh_token(
+                self.in_tx(&mut tx),
+                self.id_str(),
+                grant.grant_id,
+                token,
+                now,
+            )
+            .await?;
         }
         sqlx::query(
             "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
@@ -140,9 +147,9 @@ impl TenantStore<'_> {
         .bind(grant.grant_id)
         .bind(self.id_str())
         .bind(code_hash.to_vec())
-        .execute(&mut *tx)
+        .execute(self.in_tx(&mut tx))
         .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(())
     }
 
@@ -194,7 +201,7 @@ impl TenantStore<'_> {
         next: NewRefreshToken<'_>,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         // The write comes first, so SQLite takes its write lock at once and concurrent
         // rotations queue instead of failing; PostgreSQL re-checks the row after a wait.
         let consumed: Option<(String,)> = sqlx::query_as(
@@ -208,21 +215,21 @@ impl TenantStore<'_> {
         .bind(self.id_str())
         .bind(token_hash.to_vec())
         .bind(client_id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(self.in_tx(&mut tx))
         .await?;
         let Some((grant_id,)) = consumed else {
             tx.rollback().await?;
             return self.diagnose_refusal(token_hash, now).await;
         };
-        insert_refresh_token(&mut tx, self.id_str(), &grant_id, next, now).await?;
+        insert_refresh_token(self.in_tx(&mut tx), self.id_str(), &grant_id, next, now).await?;
         let grant: Grant = sqlx::query_as(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant_id = $1 AND grant_id = $2"
         ))
         .bind(self.id_str())
         .bind(&grant_id)
-        .fetch_one(&mut *tx)
+        .fetch_one(self.in_tx(&mut tx))
         .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(RefreshRotation::Rotated(grant))
     }
 
@@ -269,7 +276,7 @@ impl TenantStore<'_> {
 }
 
 async fn insert_refresh_token(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    conn: &mut sqlx::AnyConnection,
     tenant_id: &str,
     grant_id: &str,
     token: NewRefreshToken<'_>,
@@ -284,7 +291,7 @@ async fn insert_refresh_token(
     .bind(grant_id)
     .bind(now)
     .bind(token.expires_at)
-    .execute(&mut **tx)
+    .execute(conn)
     .await?;
     Ok(())
 }

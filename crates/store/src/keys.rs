@@ -52,7 +52,7 @@ impl Store {
         .bind(kid)
         .bind(private_key_pkcs8.to_vec())
         .bind(now)
-        .execute(&self.pool)
+        .execute(self.pool())
         .await
         .map_err(|e| StoreError::from_sqlx(e, Entity::SigningKey))?;
         Ok(())
@@ -66,7 +66,7 @@ impl Store {
             "SELECT kid, algorithm, private_key, created_at, retired_at FROM signing_keys \
              WHERE retired_at IS NULL ORDER BY seq DESC",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         Ok(rows.into_iter().map(key_from_row).collect())
     }
@@ -77,7 +77,7 @@ impl Store {
             "SELECT kid, algorithm, private_key, created_at, retired_at FROM signing_keys \
              ORDER BY seq DESC",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?;
         Ok(rows.into_iter().map(key_from_row).collect())
     }
@@ -99,7 +99,7 @@ impl Store {
         )
         .bind(now)
         .bind(kid)
-        .execute(&self.pool)
+        .execute(self.pool())
         .await?;
         match done.rows_affected() {
             1 => Ok(()),

@@ -7,6 +7,7 @@ mod clients;
 mod codes;
 mod db;
 mod error;
+mod field;
 mod grants;
 mod keys;
 mod organizations;
@@ -23,6 +24,13 @@ pub use clients::{Client, ClientType, NewClient};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
 pub use db::{Backend, Store};
 pub use error::{Entity, StoreError};
+pub use field::{
+    Address, Assignment, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter,
+    Employee, EmployeeFilter, EmployeeRole, Invoice, InvoiceFilter, InvoiceLine, InvoiceStatus,
+    Job, JobFilter, JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob,
+    NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property, Shift,
+    SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
+};
 pub use grants::{CodeRedemption, Grant, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
 pub use keys::StoredSigningKey;
 pub use organizations::Organization;

@@ -44,6 +44,8 @@ impl fmt::Display for TenantId {
     }
 }
 
+pub(crate) type Transaction = sqlx::Transaction<'static, sqlx::Any>;
+
 /// The records of one tenant.
 #[derive(Clone, Copy, Debug)]
 pub struct TenantStore<'a> {
@@ -65,7 +67,22 @@ impl<'a> TenantStore<'a> {
     }
 
     pub(crate) fn pool(&self) -> &sqlx::AnyPool {
-        &self.store.pool
+        self.store.pool()
+    }
+
+    /// A transaction; its statements go through [`TenantStore::in_tx`] so they are counted.
+    pub(crate) async fn begin(&self) -> Result<Transaction, StoreError> {
+        Ok(self.pool().begin().await?)
+    }
+
+    pub(crate) fn in_tx<'t>(&self, tx: &'t mut Transaction) -> &'t mut sqlx::AnyConnection {
+        self.store.count_statement();
+        &mut *tx
+    }
+
+    pub(crate) async fn commit(&self, tx: Transaction) -> Result<(), StoreError> {
+        self.store.count_statement();
+        Ok(tx.commit().await?)
     }
 
     /// The tenant's own record, or `NotFound(Tenant)`.

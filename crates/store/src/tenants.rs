@@ -37,7 +37,7 @@ impl Store {
             .bind(tenant_id.as_str())
             .bind(name)
             .bind(now)
-            .execute(&self.pool)
+            .execute(self.pool())
             .await
             .map_err(|e| StoreError::from_sqlx(e, Entity::Tenant))?;
         Ok(Tenant {
@@ -51,7 +51,7 @@ impl Store {
     pub async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
         let rows: Vec<(String, String, i64)> =
             sqlx::query_as("SELECT tenant_id, name, created_at FROM tenants ORDER BY tenant_id")
-                .fetch_all(&self.pool)
+                .fetch_all(self.pool())
                 .await?;
         rows.into_iter().map(Tenant::from_row).collect()
     }

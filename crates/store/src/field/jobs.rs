@@ -1,0 +1,268 @@
+//! Jobs: visits that carry out a work order, who is assigned, and the completion report.
+
+use super::page::{Order, Page, PageRequest, SortKey};
+use super::sql::Sql;
+use super::{JobStatus, OrgStore};
+use crate::error::{Entity, StoreError};
+use crate::UnixTime;
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Job {
+    pub job_id: String,
+    pub work_order_id: String,
+    pub title: String,
+    #[sqlx(try_from = "String")]
+    pub status: JobStatus,
+    pub scheduled_start: UnixTime,
+    pub scheduled_end: UnixTime,
+    pub started_at: Option<UnixTime>,
+    pub completed_at: Option<UnixTime>,
+    pub completion_notes: Option<String>,
+    pub minutes_worked: Option<i64>,
+    pub created_at: UnixTime,
+}
+
+const JOB_COLUMNS: &str = "job_id, work_order_id, title, status, scheduled_start, scheduled_end, \
+    started_at, completed_at, completion_notes, minutes_worked, created_at";
+const JOB_ORDER: Order = Order {
+    key_column: "scheduled_start",
+    numeric: true,
+    id_column: "job_id",
+};
+
+impl Job {
+    pub fn cursor(&self) -> super::Cursor {
+        JOB_ORDER.cursor(SortKey::Int(self.scheduled_start), &self.job_id)
+    }
+}
+
+/// An employee on a job.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Assignment {
+    pub job_id: String,
+    pub employee_id: String,
+    pub assigned_at: UnixTime,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewJob<'a> {
+    pub job_id: &'a str,
+    pub work_order_id: &'a str,
+    pub title: &'a str,
+    pub scheduled_start: UnixTime,
+    pub scheduled_end: UnixTime,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct JobFilter {
+    pub status: Option<JobStatus>,
+    pub assignee_id: Option<String>,
+    /// Jobs whose scheduled window overlaps `[from, to)`.
+    pub scheduled_from: Option<UnixTime>,
+    pub scheduled_to: Option<UnixTime>,
+}
+
+impl OrgStore<'_> {
+    /// A SCHEDULED job on a work order that is not COMPLETED or CANCELLED.
+    pub async fn create_job(&self, new: &NewJob<'_>, now: UnixTime) -> Result<Job, StoreError> {
+        let created: Option<Job> = sqlx::query_as(&format!(
+            "INSERT INTO jobs (tenant_id, organization_guid, job_id, work_order_id, title, status, \
+             scheduled_start, scheduled_end, created_at) \
+             SELECT tenant_id, organization_guid, $3, work_order_id, $4, 'SCHEDULED', $5, $6, $7 \
+             FROM work_orders WHERE tenant_id = $1 AND organization_guid = $2 \
+               AND work_order_id = $8 AND status NOT IN ('COMPLETED', 'CANCELLED') \
+             RETURNING {JOB_COLUMNS}"
+        ))
+        .bind(self.tenant.id_str())
+        .bind(self.organization_guid)
+        .bind(new.job_id)
+        .bind(new.title)
+        .bind(new.scheduled_start)
+        .bind(new.scheduled_end)
+        .bind(now)
+        .bind(new.work_order_id)
+        .fetch_optional(self.tenant.pool())
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, Entity::Job))?;
+        if let Some(job) = created {
+            return Ok(job);
+        }
+        match self
+            .work_orders(&[new.work_order_id.to_owned()])
+            .await?
+            .pop()
+        {
+            None => Err(StoreError::NotFound(Entity::WorkOrder)),
+            Some(order) => Err(StoreError::Refused(format!(
+                "the work order is {}; no new jobs can be added to it",
+                order.status
+            ))),
+        }
+    }
+
+    pub async fn jobs(&self, ids: &[String]) -> Result<Vec<Job>, StoreError> {
+        self.by_ids("jobs", JOB_COLUMNS, "job_id", ids).await
+    }
+
+    /// The jobs of these work orders, each order's by scheduled start.
+    pub async fn jobs_of(&self, work_order_ids: &[String]) -> Result<Vec<Job>, StoreError> {
+        let mut jobs: Vec<Job> = self
+            .children("jobs", JOB_COLUMNS, "work_order_id", work_order_ids)
+            .await?;
+        jobs.sort_by(|a, b| (a.scheduled_start, &a.job_id).cmp(&(b.scheduled_start, &b.job_id)));
+        Ok(jobs)
+    }
+
+    pub async fn list_jobs(
+        &self,
+        filter: &JobFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Job>, StoreError> {
+        let sql = self.job_filter(&format!("SELECT {JOB_COLUMNS} FROM jobs"), filter);
+        self.page_of(sql, JOB_ORDER, page).await
+    }
+
+    pub async fn count_jobs(&self, filter: &JobFilter) -> Result<i64, StoreError> {
+        self.count_of(self.job_filter("SELECT COUNT(*) FROM jobs", filter))
+            .await
+    }
+
+    fn job_filter(&self, select: &str, filter: &JobFilter) -> Sql {
+        let mut sql = self.scoped(select);
+        if let Some(status) = filter.status {
+            sql.push(" AND status = ").bind(status.as_str());
+        }
+        if let Some(assignee) = &filter.assignee_id {
+            sql.push(
+                " AND job_id IN (SELECT a.job_id FROM job_assignments a \
+                 WHERE a.tenant_id = jobs.tenant_id AND a.employee_id = ",
+            )
+            .bind(assignee.as_str())
+            .push(")");
+        }
+        if let Some(from) = filter.scheduled_from {
+            sql.push(" AND scheduled_end > ").bind(from);
+        }
+        if let Some(to) = filter.scheduled_to {
+            sql.push(" AND scheduled_start < ").bind(to);
+        }
+        sql
+    }
+
+    /// Puts an employee on a job that is not yet COMPLETED. Assigning someone already on the
+    /// job changes nothing.
+    pub async fn assign_job(
+        &self,
+        job_id: &str,
+        employee_id: &str,
+        now: UnixTime,
+    ) -> Result<Job, StoreError> {
+        let inserted = sqlx::query(
+            "INSERT INTO job_assignments (tenant_id, job_id, employee_id, organization_guid, \
+             assigned_at) \
+             SELECT j.tenant_id, j.job_id, e.employee_id, j.organization_guid, $5 \
+             FROM jobs j JOIN employees e \
+               ON e.tenant_id = j.tenant_id AND e.organization_guid = j.organization_guid \
+             WHERE j.tenant_id = $1 AND j.organization_guid = $2 AND j.job_id = $3 \
+               AND e.employee_id = $4 AND j.status <> 'COMPLETED' \
+             ON CONFLICT (tenant_id, job_id, employee_id) DO NOTHING",
+        )
+        .bind(self.tenant.id_str())
+        .bind(self.organization_guid)
+        .bind(job_id)
+        .bind(employee_id)
+        .bind(now)
+        .execute(self.tenant.pool())
+        .await?;
+        let job = self
+            .jobs(&[job_id.to_owned()])
+            .await?
+            .pop()
+            .ok_or(StoreError::NotFound(Entity::Job))?;
+        if inserted.rows_affected() == 0 {
+            if self.employees(&[employee_id.to_owned()]).await?.is_empty() {
+                return Err(StoreError::NotFound(Entity::Employee));
+            }
+            if job.status == JobStatus::Completed {
+                return Err(StoreError::Refused(
+                    "the job is COMPLETED; its assignments can no longer change".into(),
+                ));
+            }
+        }
+        Ok(job)
+    }
+
+    /// The assignments of these jobs, each job's in the order they were made.
+    pub async fn assignments_of(&self, job_ids: &[String]) -> Result<Vec<Assignment>, StoreError> {
+        let mut assignments: Vec<Assignment> = self
+            .children(
+                "job_assignments",
+                "job_id, employee_id, assigned_at",
+                "job_id",
+                job_ids,
+            )
+            .await?;
+        assignments
+            .sort_by(|a, b| (a.assigned_at, &a.employee_id).cmp(&(b.assigned_at, &b.employee_id)));
+        Ok(assignments)
+    }
+
+    /// SCHEDULED → IN_PROGRESS.
+    pub async fn start_job(&self, job_id: &str, now: UnixTime) -> Result<Job, StoreError> {
+        let mut sql = Sql::new("UPDATE jobs SET status = 'IN_PROGRESS', started_at = ");
+        sql.bind(now);
+        self.move_job(sql, job_id, JobStatus::Scheduled, "started")
+            .await
+    }
+
+    /// IN_PROGRESS → COMPLETED with the report. Without `minutes_worked`, the time from
+    /// start to now is recorded.
+    pub async fn complete_job(
+        &self,
+        job_id: &str,
+        notes: &str,
+        minutes_worked: Option<i64>,
+        now: UnixTime,
+    ) -> Result<Job, StoreError> {
+        let mut sql = Sql::new("UPDATE jobs SET status = 'COMPLETED', completed_at = ");
+        sql.bind(now)
+            .push(", completion_notes = ")
+            .bind(notes)
+            .push(", minutes_worked = COALESCE(")
+            .bind(minutes_worked)
+            .push(", (")
+            .bind(now)
+            .push(" - started_at) / 60)");
+        self.move_job(sql, job_id, JobStatus::InProgress, "completed")
+            .await
+    }
+
+    /// Runs a status change that applies only from `from`, and explains a refusal.
+    async fn move_job(
+        &self,
+        mut sql: Sql,
+        job_id: &str,
+        from: JobStatus,
+        verb: &str,
+    ) -> Result<Job, StoreError> {
+        sql.push(" WHERE tenant_id = ")
+            .bind(self.tenant.id_str())
+            .push(" AND organization_guid = ")
+            .bind(self.organization_guid)
+            .push(" AND job_id = ")
+            .bind(job_id)
+            .push(" AND status = ")
+            .bind(from.as_str())
+            .push(&format!(" RETURNING {JOB_COLUMNS}"));
+        if let Some(job) = sql.query_as().fetch_optional(self.tenant.pool()).await? {
+            return Ok(job);
+        }
+        match self.jobs(&[job_id.to_owned()]).await?.pop() {
+            None => Err(StoreError::NotFound(Entity::Job)),
+            Some(job) => Err(StoreError::Refused(format!(
+                "the job is {}; only a {} job can be {verb}",
+                job.status, from
+            ))),
+        }
+    }
+}

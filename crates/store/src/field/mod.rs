@@ -1,0 +1,127 @@
+//! Field-service records: employees and shifts, customers with properties and billing
+//! profiles, work orders with contracts, jobs with assignments and completion reports,
+//! invoices with lines and payments. Each belongs to one organization of one tenant, and is
+//! reached only through [`OrgStore`], so every statement names both.
+
+mod customers;
+mod employees;
+mod enums;
+mod invoices;
+mod jobs;
+mod page;
+mod sql;
+mod work_orders;
+
+pub use customers::{
+    Address, BillingProfile, Contact, Customer, CustomerFilter, NewCustomer, Property,
+};
+pub use employees::{Employee, EmployeeFilter, NewEmployee, Shift};
+pub use enums::{EmployeeRole, InvoiceStatus, JobStatus, PaymentMethod, WorkOrderStatus};
+pub use invoices::{
+    Invoice, InvoiceFilter, InvoiceLine, NewInvoice, NewInvoiceLine, NewPayment, Payment,
+};
+pub use jobs::{Assignment, Job, JobFilter, NewJob};
+pub use page::{Cursor, Page, PageRequest, SortKey};
+pub use work_orders::{Contract, NewWorkOrder, WorkOrder, WorkOrderFilter};
+
+use crate::error::{Entity, StoreError};
+use crate::tenant::TenantStore;
+use sql::IN_LIST_CHUNK;
+
+/// The field-service records of one organization of one tenant.
+#[derive(Clone, Copy, Debug)]
+pub struct OrgStore<'a> {
+    tenant: TenantStore<'a>,
+    organization_guid: &'a str,
+}
+
+impl<'a> TenantStore<'a> {
+    /// The records of one organization. The organization itself is not looked up: a guid
+    /// that names none simply has no records, and writes fail on its foreign key.
+    pub fn organization(&self, organization_guid: &'a str) -> OrgStore<'a> {
+        OrgStore {
+            tenant: *self,
+            organization_guid,
+        }
+    }
+}
+
+impl<'a> OrgStore<'a> {
+    pub fn organization_guid(&self) -> &str {
+        self.organization_guid
+    }
+
+    /// The leading `tenant_id = $1 AND organization_guid = $2` of every statement here.
+    fn scoped(&self, select: &str) -> sql::Sql {
+        let mut sql = sql::Sql::new(select);
+        sql.push(" WHERE tenant_id = ")
+            .bind(self.tenant.id_str())
+            .push(" AND organization_guid = ")
+            .bind(self.organization_guid);
+        sql
+    }
+
+    /// One page of a filtered list, in the list's order.
+    pub(crate) async fn page_of<T>(
+        &self,
+        mut sql: sql::Sql,
+        order: page::Order,
+        page: &PageRequest,
+    ) -> Result<Page<T>, StoreError>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        page::page_clause(&mut sql, order, page)?;
+        let rows = sql.query_as::<T>().fetch_all(self.tenant.pool()).await?;
+        Ok(Page::from_rows(rows, page.first))
+    }
+
+    /// The number of rows a `SELECT COUNT(*)` with filters finds.
+    pub(crate) async fn count_of(&self, sql: sql::Sql) -> Result<i64, StoreError> {
+        let (count,): (i64,) = sql.query_as().fetch_one(self.tenant.pool()).await?;
+        Ok(count)
+    }
+
+    /// Rows of `table` whose `id_column` is one of `ids`, in batches.
+    pub(crate) async fn by_ids<T>(
+        &self,
+        table: &str,
+        columns: &str,
+        id_column: &str,
+        ids: &[String],
+    ) -> Result<Vec<T>, StoreError>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST_CHUNK) {
+            let mut sql = self.scoped(&format!("SELECT {columns} FROM {table}"));
+            sql.push(&format!(" AND {id_column} IN ")).bind_list(chunk);
+            found.extend(sql.query_as::<T>().fetch_all(self.tenant.pool()).await?);
+        }
+        Ok(found)
+    }
+
+    /// The same as [`OrgStore::by_ids`], named for child rows looked up by their parent.
+    pub(crate) async fn children<T>(
+        &self,
+        table: &str,
+        columns: &str,
+        parent_column: &str,
+        parent_ids: &[String],
+    ) -> Result<Vec<T>, StoreError>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        self.by_ids(table, columns, parent_column, parent_ids).await
+    }
+}
+
+/// An insert that names the organization fails on its foreign key when the organization does
+/// not exist; any other failure is about the record itself.
+pub(crate) fn organization_missing_or(error: sqlx::Error, entity: Entity) -> StoreError {
+    match StoreError::is_foreign_key_violation(&error) {
+        true => StoreError::NotFound(Entity::Organization),
+        false => StoreError::from_sqlx(error, entity),
+    }
+}
