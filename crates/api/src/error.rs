@@ -1,8 +1,10 @@
 //! The API's one error type: RFC 6750 at the HTTP edge (401 `invalid_token`, 503 while the
-//! issuer's keys cannot be had), stable `extensions.code` values inside GraphQL responses.
+//! issuer's keys or the database cannot be reached), stable `extensions.code` values inside
+//! GraphQL responses. Internal detail is logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -13,14 +15,17 @@ pub enum ApiError {
     #[error("the token issuer's keys are unavailable")]
     KeysUnavailable,
     /// A field needs a scope the token lacks.
-    #[error("this field needs the {0} scope")]
+    #[error("this field needs the `{0}` scope, which the access token was not granted")]
     Forbidden(&'static str),
-    #[error("not found")]
-    NotFound,
+    /// Nothing with this id in the caller's organization (whether or not it exists elsewhere).
+    #[error("{0}")]
+    NotFound(String),
     #[error("{0}")]
     BadUserInput(String),
+    #[error("the database is unavailable; try again shortly")]
+    Unavailable,
     #[error("internal error")]
-    Store(#[from] store::StoreError),
+    Internal,
 }
 
 impl ApiError {
@@ -28,22 +33,50 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
-            ApiError::KeysUnavailable => "UNAVAILABLE",
+            ApiError::KeysUnavailable | ApiError::Unavailable => "UNAVAILABLE",
             ApiError::Forbidden(_) => "FORBIDDEN",
-            ApiError::NotFound => "NOT_FOUND",
+            ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::BadUserInput(_) => "BAD_USER_INPUT",
-            ApiError::Store(_) => "INTERNAL",
+            ApiError::Internal => "INTERNAL",
         }
+    }
+
+    /// What a store error means to a client. Errors a loader shares between keys arrive by
+    /// reference.
+    pub fn from_shared(error: &StoreError) -> ApiError {
+        match error {
+            StoreError::NotFound(entity) => ApiError::NotFound(format!("{entity} not found")),
+            StoreError::Refused(message) => ApiError::BadUserInput(message.clone()),
+            StoreError::Conflict(entity) => {
+                ApiError::BadUserInput(format!("this {entity} already exists"))
+            }
+            StoreError::Unavailable(_) => {
+                tracing::warn!(%error, "API request without a database");
+                ApiError::Unavailable
+            }
+            other => {
+                // Logged here, once; the client sees only "internal error".
+                tracing::error!(error = %other, "API storage failure");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError::from_shared(&error)
     }
 }
 
 impl async_graphql::ErrorExtensions for ApiError {
     fn extend(&self) -> async_graphql::Error {
-        if let ApiError::Store(error) = self {
-            // Logged here, once; the client sees only "internal error".
-            tracing::error!(%error, "API storage failure");
+        let error = async_graphql::Error::new(self.to_string())
+            .extend_with(|_, e| e.set("code", self.code()));
+        match self {
+            ApiError::Forbidden(scope) => error.extend_with(|_, e| e.set("scope", *scope)),
+            _ => error,
         }
-        async_graphql::Error::new(self.to_string()).extend_with(|_, e| e.set("code", self.code()))
     }
 }
 
@@ -57,28 +90,22 @@ impl IntoResponse for ApiError {
                     r#"Bearer error="invalid_token", error_description="{description}""#
                 )),
             ),
-            ApiError::KeysUnavailable => (StatusCode::SERVICE_UNAVAILABLE, None),
+            ApiError::KeysUnavailable | ApiError::Unavailable => {
+                (StatusCode::SERVICE_UNAVAILABLE, None)
+            }
             ApiError::Forbidden(scope) => (
                 StatusCode::FORBIDDEN,
                 Some(format!(
                     r#"Bearer error="insufficient_scope", scope="{scope}""#
                 )),
             ),
-            ApiError::NotFound => (StatusCode::NOT_FOUND, None),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
             ApiError::BadUserInput(_) => (StatusCode::BAD_REQUEST, None),
-            ApiError::Store(store::StoreError::Unavailable(_)) => {
-                (StatusCode::SERVICE_UNAVAILABLE, None)
-            }
-            ApiError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, None),
+            ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, None),
         };
-        let message = match status.is_server_error() && !matches!(self, ApiError::KeysUnavailable) {
-            true => {
-                tracing::error!(error = %self, "API request failed");
-                "internal error".to_owned()
-            }
-            false => self.to_string(),
-        };
-        let body = serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": self.code() } }] });
+        let body = serde_json::json!({
+            "errors": [{ "message": self.to_string(), "extensions": { "code": self.code() } }]
+        });
         let mut response = (status, axum::Json(body)).into_response();
         if let Some(value) = challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
             response

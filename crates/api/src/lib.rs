@@ -2,20 +2,29 @@
 
 mod bearer;
 mod error;
+mod graphiql;
 mod keys;
 mod schema;
 mod state;
+mod validate;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 pub use error::ApiError;
 pub use keys::RemoteKeys;
-pub use schema::ApiSchema;
+pub use schema::context::new_id as record_id;
+pub use schema::{sdl, ApiSchema};
 pub use state::{ApiConfig, ApiState};
 
 /// GraphQL requests are small; anything larger is refused before it is parsed.
@@ -24,7 +33,8 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The routes of the API listener. Health, logging and request ids are added by the binary.
 pub fn router(state: ApiState) -> Router {
     Router::new()
-        .route("/api", post(graphql))
+        .route("/api", post(graphql).get(graphiql::page))
+        .route("/api/graphiql.js", get(graphiql::start_script))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -44,6 +54,83 @@ async fn graphql(State(state): State<ApiState>, headers: HeaderMap, body: Bytes)
                 .into_response()
         }
     };
-    let response = state.schema.execute(request.data(caller)).await;
+    let mut response = execute(&state, caller, request).await;
+    label_request_errors(&mut response);
     Json(response).into_response()
+}
+
+/// Errors the resolvers raise carry their code already. The others come from async-graphql
+/// itself: a query that does not parse or validate (an unknown field or enum value, too deep,
+/// too complex) or an argument that is not of its type. Those are the client's to fix.
+fn label_request_errors(response: &mut async_graphql::Response) {
+    for error in &mut response.errors {
+        let extensions = error.extensions.get_or_insert_with(Default::default);
+        if extensions.get("code").is_none() {
+            extensions.set("code", "BAD_USER_INPUT");
+        }
+    }
+}
+
+/// Runs the query with the loader's batches polled in this same task, beside it. A batch runs
+/// only once the query can go no further without data, so it holds every key of that level:
+/// a long list's items are polled in several rounds (futures yield to be fair), and a batch
+/// run between two rounds would hold only part of the keys.
+async fn execute(
+    state: &ApiState,
+    caller: bearer::Caller,
+    request: async_graphql::Request,
+) -> async_graphql::Response {
+    let (spawn, mut spawned) = tokio::sync::mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
+    let loaders = schema::loaders::loaders(
+        state.store.clone(),
+        caller.tenant.clone(),
+        caller.claims.organization_guid.clone(),
+        move |batch| {
+            // The receiver lives until the query is answered; nothing is lost.
+            let _ = spawn.send(batch);
+        },
+    );
+    let execution = state.schema.execute(request.data(caller).data(loaders));
+    let mut execution = std::pin::pin!(execution);
+    let mut batches = FuturesUnordered::new();
+    std::future::poll_fn(move |cx| {
+        // The query again while it woke itself (it yielded), up to a bound.
+        for _ in 0..10_000 {
+            let woken = Arc::new(WakeFlag {
+                woken: AtomicBool::new(false),
+                outer: cx.waker().clone(),
+            });
+            let waker = Waker::from(woken.clone());
+            if let Poll::Ready(response) = execution.as_mut().poll(&mut Context::from_waker(&waker))
+            {
+                return Poll::Ready(response);
+            }
+            if !woken.woken.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        while let Poll::Ready(Some(batch)) = spawned.poll_recv(cx) {
+            batches.push(batch);
+        }
+        while let Poll::Ready(Some(())) = batches.poll_next_unpin(cx) {}
+        Poll::Pending
+    })
+    .await
+}
+
+/// A waker that notes it was woken before passing the wake on.
+struct WakeFlag {
+    woken: AtomicBool,
+    outer: Waker,
+}
+
+impl Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.outer.wake_by_ref();
+    }
 }

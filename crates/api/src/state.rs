@@ -43,7 +43,7 @@ impl ApiState {
     ) -> Result<ApiState, ApiError> {
         let jwks_url = format!("{}/oauth/jwks", config.issuer.trim_end_matches('/'));
         let keys = RemoteKeys::new(jwks_url)?;
-        let schema = build_schema(store.clone());
+        let schema = build_schema(store.clone(), clock.clone());
         Ok(ApiState {
             config: Arc::new(config),
             store,

@@ -60,6 +60,15 @@ pub enum Command {
     /// Token signing keys (global to the issuer).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The GraphQL API.
+    #[command(subcommand)]
+    Api(ApiCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApiCommand {
+    /// Print the API's schema in GraphQL SDL (the repository keeps it as schema.graphql).
+    Schema,
 }
 
 #[derive(Clone, Debug, Args)]

@@ -10,6 +10,7 @@ use store::{NewClient, NewUser, Store, StoreError, TenantId, TenantStore};
 use url::Url;
 
 use crate::config::ServeConfig;
+use crate::demo_records;
 
 pub const TENANT: &str = "demo";
 pub const SPA_CLIENT: &str = "demo-spa";
@@ -17,6 +18,8 @@ pub const WEB_CLIENT: &str = "demo-web";
 pub const SPA_REDIRECT_URI: &str = "http://127.0.0.1:8400/callback";
 pub const WEB_REDIRECT_URI: &str = "http://127.0.0.1:8500/callback";
 const ORGANIZATIONS: [&str; 2] = ["Northwind Plumbing", "Summit Electric"];
+/// The walkthrough's API query: the next jobs with their work order, customer and crew.
+pub const API_EXAMPLE: &str = "{ viewer { organization { name } } jobs(first: 5) { totalCount nodes { title status scheduledStart workOrder { number customer { name } } assignments { employee { name } } } } }";
 
 /// The secrets set by this start, for the walkthrough.
 #[derive(Debug)]
@@ -88,6 +91,10 @@ pub async fn seed(
         ignore_conflict(tenant.add_membership(&alice, guid, now).await)?;
     }
     ignore_conflict(tenant.add_membership(&bob, &organizations[0], now).await)?;
+    let trades = [&demo_records::PLUMBING, &demo_records::ELECTRICAL];
+    for (guid, trade) in organizations.iter().zip(trades) {
+        demo_records::seed_organization(&tenant.organization(guid), trade, now).await?;
+    }
     Ok(DemoSecrets {
         alice_password,
         bob_password,
@@ -177,6 +184,11 @@ pub fn walkthrough(
             "  curl -s {} --data-urlencode grant_type=refresh_token --data-urlencode client_id={SPA_CLIENT} --data-urlencode \"refresh_token=$REFRESH_TOKEN\"",
             issuer.endpoint(paths::TOKEN)
         ),
+        String::new(),
+        "The GraphQL API, with the access token (each demo organization has its own jobs, work orders, customers, invoices and staff):".to_owned(),
+        format!("  curl -s {}/api -H \"Authorization: Bearer $ACCESS_TOKEN\" -H 'Content-Type: application/json' \\", config.api_url),
+        format!("    -d '{{\"query\": \"{API_EXAMPLE}\"}}'"),
+        format!("  GraphiQL, to explore the schema in a browser: {}/api", config.api_url),
     ];
     Ok(lines.join("\n"))
 }

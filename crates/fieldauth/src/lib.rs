@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod demo_records;
 mod health;
 mod keys;
 pub mod provision;
@@ -20,7 +21,9 @@ use oauth::OsRandom;
 use secrecy::SecretString;
 use store::Store;
 
-use crate::cli::{ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand, UserCommand};
+use crate::cli::{
+    ApiCommand, ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand, UserCommand,
+};
 use crate::config::ServeConfig;
 use crate::provision::{ClientRequest, UserRequest};
 
@@ -35,10 +38,15 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         let demo = matches!(cli.command, Command::Demo(_));
         return serve_until_signal(&config, store, demo, &random).await;
     }
+    if let Command::Api(ApiCommand::Schema) = &cli.command {
+        // Needs no database.
+        print!("{}", api::sdl());
+        return Ok(());
+    }
     let store = open_store(&cli.database_url).await?;
     let now = clock.now();
     let (report, json) = match cli.command {
-        Command::Serve(_) | Command::Demo(_) => return Ok(()), // handled above
+        Command::Serve(_) | Command::Demo(_) | Command::Api(_) => return Ok(()), // handled above
         Command::Tenant(TenantCommand::Create { tenant, name, json }) => (
             provision::create_tenant(&store, &tenant, name.as_deref(), now).await?,
             json,

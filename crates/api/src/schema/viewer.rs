@@ -1,29 +1,11 @@
-//! The GraphQL schema. This first part answers `viewer`; the field-service areas (jobs, work
-//! orders, customers, invoices, employees) join it area by area.
+//! `viewer`: who is calling, answered for any valid token.
 
-use async_graphql::{
-    Context, EmptyMutation, EmptySubscription, ErrorExtensions, Object, Schema, SimpleObject, ID,
-};
+use async_graphql::{Context, Object, SimpleObject, ID};
 use store::Store;
 
+use super::context::{gql, Result};
 use crate::bearer::Caller;
 use crate::error::ApiError;
-
-pub type ApiSchema = Schema<Query, EmptyMutation, EmptySubscription>;
-
-/// Deep or costly queries are refused before they run.
-const MAX_DEPTH: usize = 12;
-const MAX_COMPLEXITY: usize = 500;
-
-pub fn build_schema(store: Store) -> ApiSchema {
-    Schema::build(Query, EmptyMutation, EmptySubscription)
-        .data(store)
-        .limit_depth(MAX_DEPTH)
-        .limit_complexity(MAX_COMPLEXITY)
-        .finish()
-}
-
-pub struct Query;
 
 /// The organization an access token is bound to.
 #[derive(SimpleObject)]
@@ -44,18 +26,21 @@ pub struct Viewer {
     pub scopes: Vec<String>,
 }
 
+#[derive(Default)]
+pub struct ViewerQuery;
+
 #[Object]
-impl Query {
+impl ViewerQuery {
     /// The caller: subject, organization and granted scopes. Needs no particular scope.
-    async fn viewer(&self, ctx: &Context<'_>) -> async_graphql::Result<Viewer> {
+    async fn viewer(&self, ctx: &Context<'_>) -> Result<Viewer> {
         let caller = ctx.data::<Caller>()?;
         let store = ctx.data::<Store>()?;
         let organization = store
             .tenant(&caller.tenant)
             .find_organization(&caller.claims.organization_guid)
             .await
-            .map_err(|e| ApiError::from(e).extend())?
-            .ok_or_else(|| ApiError::NotFound.extend())?;
+            .map_err(gql)?
+            .ok_or_else(|| gql(ApiError::NotFound("organization not found".into())))?;
         Ok(Viewer {
             subject: caller.claims.sub.clone(),
             organization: Organization {

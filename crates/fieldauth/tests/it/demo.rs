@@ -41,7 +41,23 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         .redirect_uris
         .iter()
         .all(|u| u.starts_with("http://127.0.0.1:"))));
-    assert_eq!(tenant.list_organizations().await.unwrap().len(), 2);
+    let organizations = tenant.list_organizations().await.unwrap();
+    assert_eq!(organizations.len(), 2);
+    // Each organization has its own records, seeded once.
+    for org in &organizations {
+        let records = tenant.organization(&org.organization_guid);
+        let counts = (
+            records.count_employees(&Default::default()).await.unwrap(),
+            records.count_customers(&Default::default()).await.unwrap(),
+            records
+                .count_work_orders(&Default::default())
+                .await
+                .unwrap(),
+            records.count_jobs(&Default::default()).await.unwrap(),
+            records.count_invoices(&Default::default()).await.unwrap(),
+        );
+        assert_eq!(counts, (4, 3, 3, 6, 3), "{}", org.name);
+    }
 
     let alice = tenant
         .find_user_by_username("alice")
@@ -108,6 +124,9 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
             .map(|(_, v)| v.into_owned())
             .unwrap()
     };
+    assert!(text
+        .contains("curl -s http://127.0.0.1:8081/api -H \"Authorization: Bearer $ACCESS_TOKEN\""));
+    assert!(text.contains(demo::API_EXAMPLE));
     assert_eq!(param("tenant"), "demo");
     assert_eq!(param("client_id"), "demo-spa");
     assert_eq!(param("code_challenge_method"), "S256");

@@ -5,6 +5,9 @@
 mod helpers;
 
 mod api;
+mod api_access;
+mod api_areas;
+mod api_support;
 mod authorize;
 mod browser;
 mod browser_flow;

@@ -1,0 +1,139 @@
+//! Relay connections (the Cursor Connections spec): `first`/`after`, edges with opaque
+//! cursors, `nodes`, `pageInfo` and `totalCount`, over the store's keyset pages.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{Context, Object, OutputType};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use store::{
+    Cursor, CustomerFilter, EmployeeFilter, InvoiceFilter, JobFilter, Page, PageRequest, SortKey,
+    WorkOrderFilter,
+};
+
+use super::context::{gql, org, Result};
+use crate::error::ApiError;
+
+pub const DEFAULT_PAGE: i32 = 20;
+pub const MAX_PAGE: i32 = 100;
+
+/// A list of the API: its connection fields are `totalCount` beside the standard ones.
+pub type List<T> = Connection<String, T, Total>;
+
+/// `first` (default 20, at most 100) and `after` as the store wants them.
+pub fn page_request(first: Option<i32>, after: Option<String>) -> Result<PageRequest> {
+    let first = first.unwrap_or(DEFAULT_PAGE);
+    if !(0..=MAX_PAGE).contains(&first) {
+        return Err(gql(ApiError::BadUserInput(format!(
+            "first: must be from 0 to {MAX_PAGE}"
+        ))));
+    }
+    let after = after.map(|c| decode_cursor(&c)).transpose()?;
+    Ok(PageRequest {
+        after,
+        first: first.unsigned_abs(),
+    })
+}
+
+/// Cursors are opaque to clients: base64url of the sort key and the id.
+pub fn encode_cursor(cursor: &Cursor) -> String {
+    let text = match &cursor.key {
+        SortKey::Int(v) => format!("i:{v}:{}", cursor.id),
+        SortKey::Text(v) => format!("t:{v}:{}", cursor.id),
+    };
+    URL_SAFE_NO_PAD.encode(text)
+}
+
+fn decode_cursor(cursor: &str) -> Result<Cursor> {
+    let bad = || {
+        gql(ApiError::BadUserInput(
+            "after: not a cursor of this list".into(),
+        ))
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
+    // Ids never contain ':', so the id is what follows the last one.
+    let (key, id) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let key = match kind {
+        "i" => SortKey::Int(key.parse().map_err(|_| bad())?),
+        "t" => SortKey::Text(key.to_owned()),
+        _ => return Err(bad()),
+    };
+    Ok(Cursor {
+        key,
+        id: id.to_owned(),
+    })
+}
+
+/// The connection of a store page; `cursor` gives each row's position.
+pub fn connection<R, T>(
+    page: Page<R>,
+    had_cursor: bool,
+    total: Total,
+    cursor: impl Fn(&R) -> Cursor,
+    node: impl Fn(R) -> T,
+) -> List<T>
+where
+    T: OutputType,
+{
+    let mut list = Connection::with_additional_fields(had_cursor, page.has_next_page, total);
+    list.edges = page
+        .items
+        .into_iter()
+        .map(|row| Edge::new(encode_cursor(&cursor(&row)), node(row)))
+        .collect();
+    list
+}
+
+/// The filter of a list, kept so `totalCount` is counted only when asked for.
+pub enum Total {
+    Jobs(JobFilter),
+    WorkOrders(WorkOrderFilter),
+    Customers(CustomerFilter),
+    Invoices(InvoiceFilter),
+    Employees(EmployeeFilter),
+}
+
+#[Object]
+impl Total {
+    /// How many items the list has in all, across pages.
+    async fn total_count(&self, ctx: &Context<'_>) -> Result<i64> {
+        let org = org(ctx)?;
+        let count = match self {
+            Total::Jobs(f) => org.count_jobs(f).await,
+            Total::WorkOrders(f) => org.count_work_orders(f).await,
+            Total::Customers(f) => org.count_customers(f).await,
+            Total::Invoices(f) => org.count_invoices(f).await,
+            Total::Employees(f) => org.count_employees(f).await,
+        };
+        count.map_err(gql)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        for key in [SortKey::Int(-5), SortKey::Text("O'Neil: Plumbing".into())] {
+            let cursor = Cursor {
+                key,
+                id: "job_1".into(),
+            };
+            assert_eq!(decode_cursor(&encode_cursor(&cursor)).unwrap(), cursor);
+        }
+        for garbage in ["", "!!", "aTox", "eDoxOmE"] {
+            assert!(decode_cursor(garbage).is_err(), "{garbage}");
+        }
+    }
+
+    #[test]
+    fn page_sizes_are_bounded() {
+        assert_eq!(page_request(None, None).unwrap().first, 20);
+        assert_eq!(page_request(Some(100), None).unwrap().first, 100);
+        assert_eq!(page_request(Some(0), None).unwrap().first, 0);
+        assert!(page_request(Some(101), None).is_err());
+        assert!(page_request(Some(-1), None).is_err());
+    }
+}

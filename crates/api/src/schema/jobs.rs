@@ -1,0 +1,269 @@
+//! The `jobs` area: visits that carry out work orders, who is assigned, completion reports.
+
+use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
+use store::{JobFilter as StoreJobFilter, NewJob};
+
+use super::connection::{connection, page_request, List, Total};
+use super::context::{children, gql, new_id, now, org, require, Result};
+use super::employees::Employee;
+use super::loaders::{AssignmentsOf, EmployeeId, JobId, WorkOrderId};
+use super::scalars::DateTime;
+use super::scope::{Needs, Scope};
+use super::work_orders::WorkOrder;
+use crate::validate;
+
+/// Where a job is in its life: SCHEDULED → IN_PROGRESS → COMPLETED.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+#[graphql(remote = "store::JobStatus")]
+pub enum JobStatus {
+    /// Planned for its window; nobody has started.
+    Scheduled,
+    /// Started on site.
+    InProgress,
+    /// Finished, with a completion report.
+    Completed,
+}
+
+/// A visit to carry out (part of) a work order, in a scheduled window.
+pub struct Job(pub store::Job);
+
+#[Object]
+impl Job {
+    async fn id(&self) -> ID {
+        ID(self.0.job_id.clone())
+    }
+
+    /// A short description for the schedule, such as "Replace condenser fan motor".
+    async fn title(&self) -> &str {
+        &self.0.title
+    }
+
+    async fn status(&self) -> JobStatus {
+        self.0.status.into()
+    }
+
+    /// When the visit is planned to start.
+    async fn scheduled_start(&self) -> DateTime {
+        DateTime(self.0.scheduled_start)
+    }
+
+    /// When the visit is planned to end.
+    async fn scheduled_end(&self) -> DateTime {
+        DateTime(self.0.scheduled_end)
+    }
+
+    /// The work order this job carries out. Needs the `workOrders` scope.
+    #[graphql(guard = "Needs(Scope::WorkOrders)")]
+    async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<WorkOrder>> {
+        let order = require(ctx, WorkOrderId(self.0.work_order_id.clone()), "work order").await?;
+        Ok(Some(WorkOrder(order)))
+    }
+
+    /// The employees on this job, in the order they were assigned. Needs the `employees` scope.
+    #[graphql(guard = "Needs(Scope::Employees)")]
+    async fn assignments(&self, ctx: &Context<'_>) -> Result<Option<Vec<Assignment>>> {
+        let assignments = children(ctx, AssignmentsOf(self.0.job_id.clone())).await?;
+        Ok(Some(assignments.into_iter().map(Assignment).collect()))
+    }
+
+    /// What was done, once the job is COMPLETED; null before.
+    async fn completion_report(&self) -> Option<CompletionReport> {
+        let job = &self.0;
+        Some(CompletionReport {
+            notes: job.completion_notes.clone()?,
+            started_at: job.started_at.map(DateTime),
+            completed_at: DateTime(job.completed_at?),
+            minutes_worked: job.minutes_worked?,
+        })
+    }
+
+    /// When the job was started on site; null while SCHEDULED.
+    async fn started_at(&self) -> Option<DateTime> {
+        self.0.started_at.map(DateTime)
+    }
+
+    async fn created_at(&self) -> DateTime {
+        DateTime(self.0.created_at)
+    }
+}
+
+/// An employee put on a job.
+pub struct Assignment(store::Assignment);
+
+#[Object]
+impl Assignment {
+    async fn employee(&self, ctx: &Context<'_>) -> Result<Employee> {
+        let employee = require(ctx, EmployeeId(self.0.employee_id.clone()), "employee").await?;
+        Ok(Employee(employee))
+    }
+
+    async fn assigned_at(&self) -> DateTime {
+        DateTime(self.0.assigned_at)
+    }
+}
+
+/// The technician's report when a job is completed.
+#[derive(SimpleObject)]
+pub struct CompletionReport {
+    /// What was found and done.
+    pub notes: String,
+    pub started_at: Option<DateTime>,
+    pub completed_at: DateTime,
+    /// Time spent on the job, in minutes.
+    pub minutes_worked: i64,
+}
+
+/// Narrows `jobs`; every given condition must hold.
+#[derive(InputObject, Default)]
+pub struct JobFilter {
+    pub status: Option<JobStatus>,
+    /// Only jobs this employee is assigned to.
+    pub assignee_id: Option<ID>,
+    /// Only jobs whose scheduled window ends after this instant.
+    pub scheduled_from: Option<DateTime>,
+    /// Only jobs whose scheduled window starts before this instant.
+    pub scheduled_to: Option<DateTime>,
+}
+
+#[derive(InputObject)]
+pub struct CreateJobInput {
+    /// The work order to carry out; it must not be COMPLETED or CANCELLED.
+    pub work_order_id: ID,
+    pub title: String,
+    pub scheduled_start: DateTime,
+    /// After `scheduledStart`, within 14 days of it.
+    pub scheduled_end: DateTime,
+}
+
+#[derive(InputObject)]
+pub struct AssignJobInput {
+    pub job_id: ID,
+    /// An employee of the organization. Assigning someone already on the job changes nothing.
+    pub employee_id: ID,
+}
+
+#[derive(InputObject)]
+pub struct StartJobInput {
+    /// A SCHEDULED job.
+    pub id: ID,
+}
+
+#[derive(InputObject)]
+pub struct CompleteJobInput {
+    /// A job IN_PROGRESS.
+    pub id: ID,
+    /// What was found and done.
+    pub notes: String,
+    /// Time spent, in minutes; without it, the time since the job was started.
+    pub minutes_worked: Option<i64>,
+}
+
+#[derive(Default)]
+pub struct JobsQuery;
+
+#[Object]
+impl JobsQuery {
+    /// The organization's jobs by scheduled start. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn jobs(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 100; 20 when not given.")] first: Option<i32>,
+        #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
+        filter: Option<JobFilter>,
+    ) -> Result<Option<List<Job>>> {
+        let page = page_request(first, after)?;
+        let filter = filter.unwrap_or_default();
+        if let (Some(from), Some(to)) = (filter.scheduled_from, filter.scheduled_to) {
+            validate::window("filter", from, to, 3_660)?;
+        }
+        let filter = StoreJobFilter {
+            status: filter.status.map(Into::into),
+            assignee_id: filter.assignee_id.map(|id| id.0),
+            scheduled_from: filter.scheduled_from.map(|t| t.0),
+            scheduled_to: filter.scheduled_to.map(|t| t.0),
+        };
+        let rows = org(ctx)?.list_jobs(&filter, &page).await.map_err(gql)?;
+        let total = Total::Jobs(filter);
+        Ok(Some(connection(
+            rows,
+            page.after.is_some(),
+            total,
+            store::Job::cursor,
+            Job,
+        )))
+    }
+
+    /// One job of the organization. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn job(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Job>> {
+        Ok(Some(Job(require(ctx, JobId(id.0), "job").await?)))
+    }
+}
+
+#[derive(Default)]
+pub struct JobsMutation;
+
+#[Object]
+impl JobsMutation {
+    /// Schedules a job on a work order. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn create_job(&self, ctx: &Context<'_>, input: CreateJobInput) -> Result<Option<Job>> {
+        let title = validate::text("title", &input.title, 200)?;
+        let (start, end) = validate::window(
+            "scheduledEnd",
+            input.scheduled_start,
+            input.scheduled_end,
+            14,
+        )?;
+        let job_id = new_id("job");
+        let new = NewJob {
+            job_id: &job_id,
+            work_order_id: &input.work_order_id,
+            title: &title,
+            scheduled_start: start,
+            scheduled_end: end,
+        };
+        let job = org(ctx)?.create_job(&new, now(ctx)?).await.map_err(gql)?;
+        Ok(Some(Job(job)))
+    }
+
+    /// Puts an employee on a job that is not COMPLETED. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn assign_job(&self, ctx: &Context<'_>, input: AssignJobInput) -> Result<Option<Job>> {
+        let job = org(ctx)?
+            .assign_job(&input.job_id, &input.employee_id, now(ctx)?)
+            .await
+            .map_err(gql)?;
+        Ok(Some(Job(job)))
+    }
+
+    /// SCHEDULED → IN_PROGRESS. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn start_job(&self, ctx: &Context<'_>, input: StartJobInput) -> Result<Option<Job>> {
+        let job = org(ctx)?
+            .start_job(&input.id, now(ctx)?)
+            .await
+            .map_err(gql)?;
+        Ok(Some(Job(job)))
+    }
+
+    /// IN_PROGRESS → COMPLETED, with the completion report. Needs the `jobs` scope.
+    #[graphql(guard = "Needs(Scope::Jobs)")]
+    async fn complete_job(
+        &self,
+        ctx: &Context<'_>,
+        input: CompleteJobInput,
+    ) -> Result<Option<Job>> {
+        let notes = validate::text("notes", &input.notes, 4_000)?;
+        let minutes = input
+            .minutes_worked
+            .map(|m| validate::within("minutesWorked", m, 0, 100_000))
+            .transpose()?;
+        let job = org(ctx)?
+            .complete_job(&input.id, &notes, minutes, now(ctx)?)
+            .await
+            .map_err(gql)?;
+        Ok(Some(Job(job)))
+    }
+}

@@ -1,0 +1,117 @@
+//! DataLoader batching: a field of every row of a list (a job's work order, its assignments,
+//! each assignment's employee) is loaded for all rows with one statement, not one per row.
+//! One loader per request, bound to the token's tenant and organization.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use async_graphql::dataloader::{DataLoader, Loader};
+use store::{
+    Assignment, Contact, Customer, Employee, Invoice, InvoiceLine, Job, Payment, Property, Shift,
+    Store, StoreError, TenantId, WorkOrder,
+};
+
+/// Loads the organization's records by id, and children by their parent's id.
+pub struct FieldLoader {
+    store: Store,
+    tenant: TenantId,
+    organization_guid: String,
+}
+
+pub type Loaders = DataLoader<FieldLoader>;
+
+/// The loader's batches do not go to the runtime: `spawn` hands them to the request's own
+/// task (see `execute` in lib.rs), which polls them beside the query. So every key asked for
+/// while the query runs through a level of a list lands in one batch, whatever the timing;
+/// with batches spawned onto other threads behind a timer, a slow pass over a long list would
+/// split into several.
+pub fn loaders(
+    store: Store,
+    tenant: TenantId,
+    organization_guid: String,
+    spawn: impl Fn(BoxFuture<'static, ()>) + Send + Sync + 'static,
+) -> Loaders {
+    let loader = FieldLoader {
+        store,
+        tenant,
+        organization_guid,
+    };
+    DataLoader::new(loader, spawn).delay(Duration::ZERO)
+}
+
+/// Errors are shared by every key of a batch, so they are reference-counted.
+pub type LoadError = Arc<StoreError>;
+
+/// A record by its id: `$key(id)` loads a `$value` with `$method` and `$id`.
+macro_rules! by_id {
+    ($key:ident, $value:ty, $method:ident, $id:ident) => {
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct $key(pub String);
+
+        impl Loader<$key> for FieldLoader {
+            type Value = $value;
+            type Error = LoadError;
+
+            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
+                let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
+                let rows = self
+                    .store
+                    .tenant(&self.tenant)
+                    .organization(&self.organization_guid)
+                    .$method(&ids)
+                    .await?;
+                Ok(rows.into_iter().map(|r| ($key(r.$id.clone()), r)).collect())
+            }
+        }
+    };
+}
+
+/// The children of a parent: `$key(parent id)` loads a `Vec<$value>` grouped by `$parent`,
+/// in the order the store returns them.
+macro_rules! children {
+    ($key:ident, $value:ty, $method:ident, $parent:ident) => {
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct $key(pub String);
+
+        impl Loader<$key> for FieldLoader {
+            type Value = Vec<$value>;
+            type Error = LoadError;
+
+            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
+                let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
+                let rows = self
+                    .store
+                    .tenant(&self.tenant)
+                    .organization(&self.organization_guid)
+                    .$method(&ids)
+                    .await?;
+                let mut grouped: HashMap<$key, Vec<$value>> =
+                    keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+                for row in rows {
+                    grouped
+                        .entry($key(row.$parent.clone()))
+                        .or_default()
+                        .push(row);
+                }
+                Ok(grouped)
+            }
+        }
+    };
+}
+
+by_id!(EmployeeId, Employee, employees, employee_id);
+by_id!(CustomerId, Customer, customers, customer_id);
+by_id!(PropertyId, Property, properties, property_id);
+by_id!(WorkOrderId, WorkOrder, work_orders, work_order_id);
+by_id!(JobId, Job, jobs, job_id);
+by_id!(InvoiceId, Invoice, invoices, invoice_id);
+children!(ShiftsOf, Shift, shifts_of, employee_id);
+children!(ContactsOf, Contact, contacts_of, customer_id);
+children!(PropertiesOf, Property, properties_of, customer_id);
+children!(JobsOf, Job, jobs_of, work_order_id);
+children!(AssignmentsOf, Assignment, assignments_of, job_id);
+children!(LinesOf, InvoiceLine, lines_of, invoice_id);
+children!(PaymentsOf, Payment, payments_of, invoice_id);

@@ -1,0 +1,547 @@
+//! Who sees what on the API: each area's scope, fields that lead into another area, the
+//! token's organization and tenant; plus the N+1 guard, GraphiQL and the schema file.
+
+use serde_json::{json, Value};
+use store::testing::TestDatabase;
+use store::{NewJob, TenantId};
+
+use crate::api_areas::{
+    basics, CREATE_CUSTOMER, CREATE_EMPLOYEE, CREATE_INVOICE, CREATE_JOB, CREATE_WORK_ORDER,
+};
+use crate::api_support::{
+    errors, gql, ok, one_error, other_tenant, setup, token, token_in, ALL_API,
+};
+use crate::helpers::{on_both_backends, TestApp};
+
+on_both_backends!(
+    each_area_needs_its_scope_and_the_rest_still_answers,
+    fields_into_another_area_need_that_areas_scope,
+    two_organizations_never_mix,
+    another_tenants_ids_are_not_found,
+    fifty_jobs_with_assignees_take_a_bounded_number_of_statements,
+    the_demo_walkthroughs_query_runs,
+);
+
+/// The query `fieldauth demo` prints, on the demo's own records.
+async fn the_demo_walkthroughs_query_runs(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let tenant = TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
+    fieldauth::demo_records::seed_organization(
+        &org,
+        &fieldauth::demo_records::PLUMBING,
+        app.clock_now(),
+    )
+    .await
+    .unwrap();
+    let data = ok(&app, &token, fieldauth::demo::API_EXAMPLE, json!({})).await;
+    assert_eq!(data["jobs"]["totalCount"], 6);
+    let first = &data["jobs"]["nodes"][0];
+    assert!(
+        first["workOrder"]["customer"]["name"].is_string()
+            && !first["assignments"].as_array().unwrap().is_empty(),
+        "{data:#}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn graphiql_is_served_with_a_strict_policy() {
+    let app = TestApp::spawn(TestDatabase::sqlite()).await;
+    let page = app
+        .http
+        .get(format!("{}/api", app.api_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = page.text().await.unwrap();
+    assert!(
+        csp.contains("frame-ancestors 'none'") && csp.contains("connect-src 'self'"),
+        "{csp}"
+    );
+    let script_src = csp
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .unwrap();
+    assert!(!script_src.contains("unsafe"), "{script_src}");
+    // Every third-party file is pinned by Subresource Integrity; the page has no inline script.
+    assert_eq!(html.matches("<script").count(), 4);
+    assert_eq!(html.matches("integrity=\"sha384-").count(), 4);
+    assert!(html.contains("<script src=\"/api/graphiql.js\"></script>"));
+    let script = app
+        .http
+        .get(format!("{}/api/graphiql.js", app.api_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert!(script
+        .text()
+        .await
+        .unwrap()
+        .contains("shouldPersistHeaders: false"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_repository_schema_is_what_the_binary_prints() {
+    let db = TestDatabase::sqlite();
+    let output = crate::helpers::cli(&db, &["api", "schema"], None);
+    crate::helpers::assert_ok(&output);
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let kept =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema.graphql"))
+            .unwrap();
+    assert!(
+        printed == kept,
+        "schema.graphql drifted from the code: run `cargo run -- api schema > schema.graphql` and review the diff"
+    );
+    for name in [
+        "createCustomer(input: CreateCustomerInput!)",
+        "type JobConnection",
+        "totalCount",
+        "enum JobStatus",
+    ] {
+        assert!(printed.contains(name), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn oversized_deep_or_malformed_requests_are_refused() {
+    let app = TestApp::spawn(TestDatabase::sqlite()).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let big = format!("{{ viewer {{ subject }} }} # {}", "x".repeat(70 * 1024));
+    let response = app
+        .http
+        .post(format!("{}/api", app.api_url))
+        .bearer_auth(&token)
+        .json(&json!({ "query": big }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let deep = format!(
+        "{{ workOrders {{ nodes {{ {} id {} }} }} }}",
+        "jobs { workOrder { ".repeat(6),
+        "} } ".repeat(6)
+    );
+    let body = gql(&app, &token, &deep, json!({})).await;
+    assert!(
+        one_error(&body, "BAD_USER_INPUT")
+            .to_lowercase()
+            .contains("deep"),
+        "{body}"
+    );
+    let body = gql(&app, &token, "{ nosuchfield }", json!({})).await;
+    one_error(&body, "BAD_USER_INPUT");
+    let response = app
+        .http
+        .post(format!("{}/api", app.api_url))
+        .bearer_auth(&token)
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    app.stop().await;
+}
+
+/// One root query and one mutation of each area, by scope.
+const AREAS: [(&str, &str, &str); 5] = [
+    ("jobs", "jobs", "createJob(input: { workOrderId: \"x\", title: \"t\", scheduledStart: \"2026-12-01T09:00:00Z\", scheduledEnd: \"2026-12-01T10:00:00Z\" }) { id }"),
+    ("workOrders", "workOrders", "createWorkOrder(input: { customerId: \"x\", description: \"d\" }) { id }"),
+    ("customers", "customers", "createCustomer(input: { name: \"n\" }) { id }"),
+    ("invoices", "invoices", "createInvoice(input: { customerId: \"x\", lines: [{ description: \"d\", quantity: 1, unitPriceCents: 1 }] }) { id }"),
+    ("employees", "employees", "createEmployee(input: { name: \"n\", role: TECHNICIAN }) { id }"),
+];
+
+async fn each_area_needs_its_scope_and_the_rest_still_answers(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let browser = app.browser();
+    for (scope, root, mutation) in AREAS {
+        let others: Vec<&str> = ALL_API.split(' ').filter(|s| *s != scope).collect();
+        let token = token(&app, &browser, &seeded.alpha, &others.join(" ")).await;
+        let body = gql(
+            &app,
+            &token,
+            &format!("{{ viewer {{ scopes }} {root} {{ totalCount }} }}"),
+            json!({}),
+        )
+        .await;
+        let message = one_error(&body, "FORBIDDEN");
+        assert!(message.contains(&format!("`{scope}`")), "{message}");
+        assert_eq!(body["errors"][0]["extensions"]["scope"], scope);
+        assert_eq!(body["data"][root], Value::Null);
+        assert_eq!(
+            body["data"]["viewer"]["scopes"].as_array().unwrap().len(),
+            5,
+            "viewer still answers"
+        );
+        let body = gql(
+            &app,
+            &token,
+            &format!("mutation {{ {mutation} }}"),
+            json!({}),
+        )
+        .await;
+        one_error(&body, "FORBIDDEN");
+        // The other areas answer with this token.
+        for (other, other_root, _) in AREAS.iter().filter(|(s, _, _)| *s != scope) {
+            let body = gql(
+                &app,
+                &token,
+                &format!("{{ {other_root} {{ totalCount }} }}"),
+                json!({}),
+            )
+            .await;
+            assert!(body.get("errors").is_none(), "{other}: {body}");
+        }
+        // A token without any API scope still has the viewer.
+    }
+    let bare = token(&app, &browser, &seeded.alpha, "").await;
+    let body = ok(&app, &bare, "{ viewer { scopes } }", json!({})).await;
+    assert_eq!(body["viewer"]["scopes"], json!(["openid"]));
+    app.stop().await;
+}
+
+async fn fields_into_another_area_need_that_areas_scope(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let browser = app.browser();
+    let all = token(&app, &browser, &seeded.alpha, ALL_API).await;
+    let b = basics(&app, &all).await;
+    let job = ok(
+        &app,
+        &all,
+        CREATE_JOB,
+        json!({ "input": { "workOrderId": b.work_order, "title": "Visit",
+        "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } }),
+    )
+    .await;
+    let job_id = job["createJob"]["id"].as_str().unwrap().to_owned();
+    let invoice = ok(
+        &app,
+        &all,
+        CREATE_INVOICE,
+        json!({ "input": { "customerId": b.customer, "workOrderId": b.work_order,
+        "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 100 }] } }),
+    )
+    .await;
+    let invoice_id = invoice["createInvoice"]["id"].as_str().unwrap().to_owned();
+
+    let cases = [
+        ("jobs", "query($id: ID!) { job(id: $id) { title workOrder { number } assignments { assignedAt } } }", &job_id,
+         vec![("job.workOrder", "workOrders"), ("job.assignments", "employees")], "job"),
+        ("workOrders", "query($id: ID!) { workOrder(id: $id) { number customer { name } property { label } jobs { title } } }", &b.work_order,
+         vec![("workOrder.customer", "customers"), ("workOrder.property", "customers"), ("workOrder.jobs", "jobs")], "workOrder"),
+        ("invoices", "query($id: ID!) { invoice(id: $id) { number customer { name } workOrder { number } } }", &invoice_id,
+         vec![("invoice.customer", "customers"), ("invoice.workOrder", "workOrders")], "invoice"),
+    ];
+    for (scope, query, id, denied, root) in cases {
+        let token = token(&app, &browser, &seeded.alpha, scope).await;
+        let body = gql(&app, &token, query, json!({ "id": id })).await;
+        let mut got: Vec<(String, String)> = errors(&body)
+            .into_iter()
+            .map(|(path, code, message)| {
+                assert_eq!(code, "FORBIDDEN");
+                let scope = body["errors"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["message"] == message.as_str())
+                    .unwrap()["extensions"]["scope"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                (path, scope)
+            })
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String)> = denied
+            .iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{body:#}");
+        // The area's own fields answer; the denied ones are null.
+        assert!(
+            body["data"][root]["number"].is_string() || body["data"][root]["title"].is_string(),
+            "{body:#}"
+        );
+        for (path, _) in denied {
+            let field = path.split('.').nth(1).unwrap();
+            assert_eq!(body["data"][root][field], Value::Null);
+        }
+    }
+    app.stop().await;
+}
+
+async fn two_organizations_never_mix(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let browser = app.browser();
+    let alpha = token(&app, &browser, &seeded.alpha, ALL_API).await;
+    let bravo = token(&app, &browser, &seeded.bravo, ALL_API).await;
+    let a = basics(&app, &alpha).await;
+    let job = ok(
+        &app,
+        &alpha,
+        CREATE_JOB,
+        json!({ "input": { "workOrderId": a.work_order, "title": "Alpha job",
+        "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } }),
+    )
+    .await;
+    let job_id = job["createJob"]["id"].as_str().unwrap().to_owned();
+    let invoice = ok(
+        &app,
+        &alpha,
+        CREATE_INVOICE,
+        json!({ "input": { "customerId": a.customer,
+        "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 100 }] } }),
+    )
+    .await;
+    let invoice_id = invoice["createInvoice"]["id"].as_str().unwrap().to_owned();
+    ok(
+        &app,
+        &alpha,
+        "mutation($id: ID!) { issueInvoice(input: { id: $id }) { id } }",
+        json!({ "id": invoice_id }),
+    )
+    .await;
+
+    // Bravo's own records, with the same numbers: numbering is per organization.
+    let bravo_customer = ok(
+        &app,
+        &bravo,
+        CREATE_CUSTOMER,
+        json!({ "input": { "name": "Bravo customer" } }),
+    )
+    .await;
+    let bravo_customer = bravo_customer["createCustomer"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bravo_order = ok(
+        &app,
+        &bravo,
+        CREATE_WORK_ORDER,
+        json!({ "input": { "customerId": bravo_customer, "description": "b" } }),
+    )
+    .await;
+    assert_eq!(bravo_order["createWorkOrder"]["number"], "WO-000001");
+
+    let lists = "{ jobs { totalCount nodes { title } } workOrders { totalCount } customers { totalCount nodes { name } }
+                   invoices { totalCount } employees { totalCount } viewer { organization { name } } }";
+    let seen = ok(&app, &bravo, lists, json!({})).await;
+    assert_eq!(seen["viewer"]["organization"]["name"], "Bravo");
+    assert_eq!(
+        (
+            seen["jobs"]["totalCount"].clone(),
+            seen["workOrders"]["totalCount"].clone(),
+            seen["invoices"]["totalCount"].clone(),
+            seen["employees"]["totalCount"].clone()
+        ),
+        (json!(0), json!(1), json!(0), json!(0))
+    );
+    assert_eq!(
+        seen["customers"]["nodes"],
+        json!([{ "name": "Bravo customer" }])
+    );
+    let seen = ok(&app, &alpha, lists, json!({})).await;
+    assert_eq!(
+        seen["customers"]["nodes"],
+        json!([{ "name": "Harbor View" }])
+    );
+
+    assert_alpha_ids_not_found(&app, &bravo, &a, &job_id, &invoice_id).await;
+    app.stop().await;
+}
+
+/// Every read and write naming Alpha's records, with a token of another organization or
+/// tenant: NOT_FOUND, and nothing changes.
+async fn assert_alpha_ids_not_found(
+    app: &TestApp,
+    token: &str,
+    a: &crate::api_areas::Basics,
+    job: &str,
+    invoice: &str,
+) {
+    let reads = [
+        ("query($id: ID!) { job(id: $id) { title } }", job),
+        (
+            "query($id: ID!) { workOrder(id: $id) { number } }",
+            &a.work_order,
+        ),
+        (
+            "query($id: ID!) { customer(id: $id) { name } }",
+            &a.customer,
+        ),
+        ("query($id: ID!) { invoice(id: $id) { number } }", invoice),
+        (
+            "query($id: ID!) { employee(id: $id) { name } }",
+            &a.employee,
+        ),
+    ];
+    for (query, id) in reads {
+        let body = gql(app, token, query, json!({ "id": id })).await;
+        one_error(&body, "NOT_FOUND");
+        assert!(
+            body["data"].is_null()
+                || body["data"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .all(Value::is_null),
+            "{body}"
+        );
+    }
+    let writes = [
+        (CREATE_JOB, json!({ "input": { "workOrderId": a.work_order, "title": "x", "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } })),
+        ("mutation($input: AssignJobInput!) { assignJob(input: $input) { id } }", json!({ "input": { "jobId": job, "employeeId": a.employee } })),
+        ("mutation($input: StartJobInput!) { startJob(input: $input) { id } }", json!({ "input": { "id": job } })),
+        ("mutation($input: UpdateWorkOrderStatusInput!) { updateWorkOrderStatus(input: $input) { id } }", json!({ "input": { "id": a.work_order, "status": "CANCELLED" } })),
+        (CREATE_WORK_ORDER, json!({ "input": { "customerId": a.customer, "description": "x" } })),
+        ("mutation($input: AddPropertyInput!) { addProperty(input: $input) { id } }", json!({ "input": { "customerId": a.customer, "label": "x", "address": { "street": "s", "city": "c", "postalCode": "1", "country": "US" } } })),
+        ("mutation($input: UpdateBillingProfileInput!) { updateBillingProfile(input: $input) { id } }", json!({ "input": { "customerId": a.customer, "billingProfile": { "currency": "EUR" } } })),
+        (CREATE_INVOICE, json!({ "input": { "customerId": a.customer, "currency": "USD", "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 1 }] } })),
+        ("mutation($input: RecordPaymentInput!) { recordPayment(input: $input) { id } }", json!({ "input": { "invoiceId": invoice, "amount": { "amountCents": 1, "currency": "USD" }, "method": "CASH" } })),
+        ("mutation($input: ScheduleShiftInput!) { scheduleShift(input: $input) { id } }", json!({ "input": { "employeeId": a.employee, "startsAt": "2026-12-01T09:00:00Z", "endsAt": "2026-12-01T10:00:00Z" } })),
+    ];
+    for (mutation, variables) in writes {
+        let body = gql(app, token, mutation, variables).await;
+        one_error(&body, "NOT_FOUND");
+    }
+}
+
+async fn another_tenants_ids_are_not_found(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let globex_org = other_tenant(&app).await;
+    let alpha = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let globex = token_in(&app, &app.browser(), "globex", &globex_org, ALL_API).await;
+    let a = basics(&app, &alpha).await;
+    let job = ok(
+        &app,
+        &alpha,
+        CREATE_JOB,
+        json!({ "input": { "workOrderId": a.work_order, "title": "Alpha job",
+        "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } }),
+    )
+    .await;
+    let job_id = job["createJob"]["id"].as_str().unwrap().to_owned();
+    let invoice = ok(
+        &app,
+        &alpha,
+        CREATE_INVOICE,
+        json!({ "input": { "customerId": a.customer,
+        "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 100 }] } }),
+    )
+    .await;
+    let invoice_id = invoice["createInvoice"]["id"].as_str().unwrap().to_owned();
+    ok(
+        &app,
+        &alpha,
+        "mutation($id: ID!) { issueInvoice(input: { id: $id }) { id } }",
+        json!({ "id": invoice_id }),
+    )
+    .await;
+
+    let seen = ok(
+        &app,
+        &globex,
+        "{ viewer { organization { name } } customers { totalCount } jobs { totalCount } }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        seen,
+        json!({ "viewer": { "organization": { "name": "Globex Field" } }, "customers": { "totalCount": 0 }, "jobs": { "totalCount": 0 } })
+    );
+    assert_alpha_ids_not_found(&app, &globex, &a, &job_id, &invoice_id).await;
+    // Alpha's records are as they were.
+    let after = ok(&app, &alpha, "query($id: ID!) { job(id: $id) { status assignments { assignedAt } } invoice: invoices { nodes { status } } }", json!({ "id": job_id })).await;
+    assert_eq!(
+        after,
+        json!({ "job": { "status": "SCHEDULED", "assignments": [] }, "invoice": { "nodes": [{ "status": "ISSUED" }] } })
+    );
+    app.stop().await;
+}
+
+async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let b = basics(&app, &token).await;
+    let mut employees = vec![b.employee.clone()];
+    for i in 0..4 {
+        let created = ok(
+            &app,
+            &token,
+            CREATE_EMPLOYEE,
+            json!({ "input": { "name": format!("Tech {i}"), "role": "TECHNICIAN" } }),
+        )
+        .await;
+        employees.push(created["createEmployee"]["id"].as_str().unwrap().to_owned());
+    }
+    // The jobs are written straight to the store: the request under test is the read.
+    let tenant = TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
+    let now = app.clock_now();
+    for i in 0..50i64 {
+        let id = format!("job_{i:03}");
+        let new = NewJob {
+            job_id: &id,
+            work_order_id: &b.work_order,
+            title: "Visit",
+            scheduled_start: now + i * 3_600,
+            scheduled_end: now + i * 3_600 + 1_800,
+        };
+        org.create_job(&new, now).await.unwrap();
+        for e in 0..2 {
+            org.assign_job(&id, &employees[(i as usize + e) % employees.len()], now)
+                .await
+                .unwrap();
+        }
+    }
+    let query = "query($n: Int) { jobs(first: $n) { totalCount nodes { title workOrder { number customer { name } }
+        assignments { assignedAt employee { name shifts { startsAt } } } } } }";
+    let count = |n: i64| {
+        let (app, token) = (&app, &token);
+        async move {
+            let before = app.store.statements_executed();
+            let data = ok(app, token, query, json!({ "n": n })).await;
+            let spent = app.store.statements_executed() - before;
+            let nodes = data["jobs"]["nodes"].as_array().unwrap().clone();
+            assert_eq!(nodes.len() as i64, n);
+            assert!(nodes
+                .iter()
+                .all(|j| j["assignments"].as_array().unwrap().len() == 2
+                    && j["workOrder"]["customer"]["name"] == "Harbor View"));
+            spent
+        }
+    };
+    let five = count(5).await;
+    let fifty = count(50).await;
+    eprintln!("statements: 5 jobs {five}, 50 jobs {fifty}");
+    // grant check, organization-free list, count, then one batch per nested level:
+    // work orders, customers, assignments, employees, shifts. The key reload may add one.
+    assert!(fifty <= 10, "50 jobs took {fifty} statements");
+    assert!(
+        fifty <= five + 2,
+        "5 jobs took {five} statements, 50 took {fifty}"
+    );
+    app.stop().await;
+}
