@@ -144,6 +144,16 @@ async fn oversized_deep_or_malformed_requests_are_refused() {
             .contains("deep"),
         "{body}"
     );
+    let wide: String = (0..600)
+        .map(|i| format!("a{i}: viewer {{ subject }} "))
+        .collect();
+    let body = gql(&app, &token, &format!("{{ {wide} }}"), json!({})).await;
+    assert!(
+        one_error(&body, "BAD_USER_INPUT")
+            .to_lowercase()
+            .contains("complex"),
+        "{body}"
+    );
     let body = gql(&app, &token, "{ nosuchfield }", json!({})).await;
     one_error(&body, "BAD_USER_INPUT");
     let response = app
