@@ -299,25 +299,23 @@ async fn fields_into_another_area_need_that_areas_scope(db: TestDatabase) {
     app.stop().await;
 }
 
-async fn two_organizations_never_mix(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    let seeded = setup(&app).await;
-    let browser = app.browser();
-    let alpha = token(&app, &browser, &seeded.alpha, ALL_API).await;
-    let bravo = token(&app, &browser, &seeded.bravo, ALL_API).await;
-    let a = basics(&app, &alpha).await;
+/// A job on Alpha's work order and an issued invoice of Alpha's customer: their ids.
+async fn alpha_job_and_issued_invoice(
+    app: &TestApp,
+    alpha: &str,
+    a: &crate::api_areas::Basics,
+) -> (String, String) {
     let job = ok(
-        &app,
-        &alpha,
+        app,
+        alpha,
         CREATE_JOB,
         json!({ "input": { "workOrderId": a.work_order, "title": "Alpha job",
         "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } }),
     )
     .await;
-    let job_id = job["createJob"]["id"].as_str().unwrap().to_owned();
     let invoice = ok(
-        &app,
-        &alpha,
+        app,
+        alpha,
         CREATE_INVOICE,
         json!({ "input": { "customerId": a.customer,
         "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 100 }] } }),
@@ -325,12 +323,26 @@ async fn two_organizations_never_mix(db: TestDatabase) {
     .await;
     let invoice_id = invoice["createInvoice"]["id"].as_str().unwrap().to_owned();
     ok(
-        &app,
-        &alpha,
+        app,
+        alpha,
         "mutation($id: ID!) { issueInvoice(input: { id: $id }) { id } }",
         json!({ "id": invoice_id }),
     )
     .await;
+    (
+        job["createJob"]["id"].as_str().unwrap().to_owned(),
+        invoice_id,
+    )
+}
+
+async fn two_organizations_never_mix(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let browser = app.browser();
+    let alpha = token(&app, &browser, &seeded.alpha, ALL_API).await;
+    let bravo = token(&app, &browser, &seeded.bravo, ALL_API).await;
+    let a = basics(&app, &alpha).await;
+    let (job_id, invoice_id) = alpha_job_and_issued_invoice(&app, &alpha, &a).await;
 
     // Bravo's own records, with the same numbers: numbering is per organization.
     let bravo_customer = ok(
@@ -443,31 +455,7 @@ async fn another_tenants_ids_are_not_found(db: TestDatabase) {
     let alpha = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
     let globex = token_in(&app, &app.browser(), "globex", &globex_org, ALL_API).await;
     let a = basics(&app, &alpha).await;
-    let job = ok(
-        &app,
-        &alpha,
-        CREATE_JOB,
-        json!({ "input": { "workOrderId": a.work_order, "title": "Alpha job",
-        "scheduledStart": "2026-12-01T09:00:00Z", "scheduledEnd": "2026-12-01T10:00:00Z" } }),
-    )
-    .await;
-    let job_id = job["createJob"]["id"].as_str().unwrap().to_owned();
-    let invoice = ok(
-        &app,
-        &alpha,
-        CREATE_INVOICE,
-        json!({ "input": { "customerId": a.customer,
-        "lines": [{ "description": "d", "quantity": 1, "unitPriceCents": 100 }] } }),
-    )
-    .await;
-    let invoice_id = invoice["createInvoice"]["id"].as_str().unwrap().to_owned();
-    ok(
-        &app,
-        &alpha,
-        "mutation($id: ID!) { issueInvoice(input: { id: $id }) { id } }",
-        json!({ "id": invoice_id }),
-    )
-    .await;
+    let (job_id, invoice_id) = alpha_job_and_issued_invoice(&app, &alpha, &a).await;
 
     let seen = ok(
         &app,
