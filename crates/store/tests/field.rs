@@ -45,6 +45,7 @@ on_both_backends!(
     employees_page_through_in_name_order_with_ties,
     cursors_of_another_list_are_refused,
     customer_search_is_case_insensitive_and_literal,
+    customer_search_finds_names_beyond_ascii,
     a_lookup_of_several_ids_is_one_statement,
 );
 
@@ -1626,6 +1627,32 @@ async fn customer_search_is_case_insensitive_and_literal(store: Store) {
     assert_eq!(search(r"k\s").await, [r"Back\slash"]);
     assert!(search("nothing like it").await.is_empty());
     assert_eq!(search("").await.len(), 8);
+}
+
+/// SQLite's `LOWER` lowers ASCII letters only, so the search compares a lowercased copy of the
+/// name that the store writes (Unicode-aware) with the lowercased search text.
+async fn customer_search_finds_names_beyond_ascii(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    customer(&org, "c1", "Émile Zola").await;
+    customer(&org, "c2", "Ödön Horváth").await;
+    for part in [
+        "Émile", "émile", "ÉMILE", "zola", "ÖDÖN", "horváth", "HORVÁTH",
+    ] {
+        let filter = CustomerFilter {
+            name_contains: Some(part.to_owned()),
+        };
+        let names: Vec<String> = org
+            .list_customers(&filter, &first(10))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names.len(), 1, "searching {part:?} found {names:?}");
+        assert_eq!(org.count_customers(&filter).await.unwrap(), 1, "{part:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

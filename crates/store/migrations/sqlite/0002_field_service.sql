@@ -55,6 +55,9 @@ CREATE TABLE customers (
     customer_id         TEXT    NOT NULL,
     organization_guid   TEXT    NOT NULL,
     name                TEXT    NOT NULL,
+    -- The name lowercased by the application (Unicode-aware, unlike SQLite's LOWER), for
+    -- search by any case on both backends.
+    name_key            TEXT    NOT NULL,
     billing_email       TEXT,
     billing_currency    TEXT    NOT NULL,
     payment_terms_days  BIGINT  NOT NULL CHECK (payment_terms_days BETWEEN 0 AND 365),

@@ -184,11 +184,12 @@ impl OrgStore<'_> {
         let mut tx = self.tenant.begin().await?;
         let b = new.billing;
         sqlx::query(&format!(
-            "INSERT INTO customers (tenant_id, organization_guid, {CUSTOMER_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+            "INSERT INTO customers (tenant_id, organization_guid, name_key, {CUSTOMER_COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
         .bind(self.tenant.id_str())
         .bind(self.organization_guid)
+        .bind(new.name.to_lowercase())
         .bind(new.customer_id)
         .bind(new.name)
         .bind(b.email.as_deref())
@@ -256,7 +257,7 @@ impl OrgStore<'_> {
                 .replace('\\', "\\\\")
                 .replace('%', "\\%")
                 .replace('_', "\\_");
-            sql.push(" AND LOWER(name) LIKE ")
+            sql.push(" AND name_key LIKE ")
                 .bind(format!("%{escaped}%"))
                 .push(" ESCAPE '\\'");
         }
