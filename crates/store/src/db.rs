@@ -1,5 +1,6 @@
 //! The connection pool, the choice of backend by URL scheme, and embedded migrations.
 
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use crate::tenant::{TenantId, TenantStore};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,25 +36,172 @@ impl Backend {
     }
 }
 
-/// The store: one pool to the default database. Tenant-owned records are reached through
-/// [`Store::tenant`], which scopes every query to that tenant.
+/// One database: its pool and engine. The default database holds the signing keys and every
+/// tenant that the shard map does not place elsewhere.
 #[derive(Clone, Debug)]
-pub struct Store {
+pub(crate) struct Database {
     pool: AnyPool,
     backend: Backend,
-    /// Statements sent to the database, for metrics and for the tests that bound them.
+    /// `default`, or the shard's name from the shard map: for metrics and logs, never the URL
+    /// (it may carry a password).
+    name: Arc<str>,
+}
+
+/// Where each tenant lives: shard names with their database URLs, and the tenants placed on
+/// each. A tenant that is not listed lives in the default database.
+#[derive(Clone, Debug, Default)]
+pub struct ShardMap {
+    /// Shard name → database URL.
+    pub shards: BTreeMap<String, String>,
+    /// Tenant → shard name.
+    pub tenants: BTreeMap<TenantId, String>,
+}
+
+/// How full one database's pool is, for the metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolUse {
+    pub database: String,
+    /// Open connections, idle or in use.
+    pub size: u32,
+    pub idle: u32,
+    pub max: u32,
+}
+
+/// The store: the default database, and the shards that some tenants live on. Tenant-owned
+/// records are reached through [`Store::tenant`], which picks the tenant's database from the
+/// shard map (no other database is asked) and scopes every query to that tenant.
+#[derive(Clone, Debug)]
+pub struct Store {
+    default: Database,
+    /// Tenant → its shard's database; shared by clones.
+    routes: Arc<BTreeMap<TenantId, Database>>,
+    /// Every shard once, in name order (several tenants share one pool).
+    shards: Arc<Vec<Database>>,
+    /// Statements sent to the databases, for metrics and for the tests that bound them.
     statements: Arc<AtomicU64>,
 }
 
 impl Store {
-    /// Connects, creating an SQLite file on first use, and applies the embedded migrations.
+    /// Connects to one database (no shards), creating an SQLite file on first use, and
+    /// applies the embedded migrations.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        Store::connect_sharded(url, &ShardMap::default()).await
+    }
+
+    /// Connects to the default database and to every shard of the map, migrating each.
+    /// A shard that names an unknown shard, or a shard URL that cannot be opened, stops here.
+    pub async fn connect_sharded(url: &str, map: &ShardMap) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
+        let default = Database::open(url, "default").await?;
+        let mut by_name = BTreeMap::new();
+        for (name, shard_url) in &map.shards {
+            let database = Database::open(shard_url, name)
+                .await
+                .map_err(|e| StoreError::Shard(name.clone(), Box::new(e)))?;
+            by_name.insert(name.clone(), database);
+        }
+        let mut routes = BTreeMap::new();
+        for (tenant, shard) in &map.tenants {
+            let database = by_name
+                .get(shard)
+                .ok_or_else(|| StoreError::UnknownShard(tenant.to_string(), shard.clone()))?;
+            routes.insert(tenant.clone(), database.clone());
+        }
+        Ok(Store {
+            default,
+            routes: Arc::new(routes),
+            shards: Arc::new(by_name.into_values().collect()),
+            statements: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The engine of the default database.
+    pub fn backend(&self) -> Backend {
+        self.default.backend
+    }
+
+    /// The default database's pool, for one statement: every statement of the store goes
+    /// through here, [`TenantStore`]'s pool, or [`Store::count_statement`] inside a
+    /// transaction, so the count is what the databases saw.
+    pub(crate) fn pool(&self) -> &AnyPool {
+        self.count_statement();
+        &self.default.pool
+    }
+
+    /// The database a tenant's records live in.
+    pub(crate) fn database_of(&self, tenant: &TenantId) -> &Database {
+        self.routes.get(tenant).unwrap_or(&self.default)
+    }
+
+    /// Every database once: the default first, then the shards by name.
+    pub(crate) fn databases(&self) -> impl Iterator<Item = &Database> {
+        std::iter::once(&self.default).chain(self.shards.iter())
+    }
+
+    /// Whether the tenant lives in `database` by the shard map (a copy left behind after a
+    /// move does not count).
+    pub(crate) fn routes_to(&self, tenant: &TenantId, database: &Database) -> bool {
+        Arc::ptr_eq(&self.database_of(tenant).name, &database.name)
+    }
+
+    pub(crate) fn count_statement(&self) {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many statements this store (and its clones) has sent since it connected.
+    pub fn statements_executed(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// The name of the database a tenant lives in: `default` or its shard's name.
+    pub fn database_name(&self, tenant: &TenantId) -> &str {
+        &self.database_of(tenant).name
+    }
+
+    /// The records of one tenant. Every query through the handle is bound to that tenant.
+    pub fn tenant<'a>(&'a self, tenant: &'a TenantId) -> TenantStore<'a> {
+        TenantStore::new(self, tenant)
+    }
+
+    /// One round trip to every database, for readiness checks: a node that cannot reach
+    /// one shard cannot serve that shard's tenants.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        for database in self.databases() {
+            self.count_statement();
+            sqlx::query("SELECT 1").execute(&database.pool).await?;
+        }
+        Ok(())
+    }
+
+    /// How full each pool is.
+    pub fn pool_use(&self) -> Vec<PoolUse> {
+        self.databases()
+            .map(|d| PoolUse {
+                database: d.name.to_string(),
+                size: d.pool.size(),
+                idle: u32::try_from(d.pool.num_idle()).unwrap_or(u32::MAX),
+                max: d.pool.options().get_max_connections(),
+            })
+            .collect()
+    }
+
+    /// Closes the pools, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        for database in self.databases() {
+            database.pool.close().await;
+        }
+    }
+}
+
+impl Database {
+    async fn open(url: &str, name: &str) -> Result<Database, StoreError> {
         let backend = Backend::from_url(url)?;
         let options = connect_options(url, backend)?;
         let pool = AnyPoolOptions::new()
             .max_connections(pool_size(backend))
-            .acquire_timeout(Duration::from_secs(5))
+            // The bound on how long a request waits for a database that does not answer:
+            // then it gets a 503 (docs/deployment.md, Faults).
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
@@ -73,49 +223,18 @@ impl Store {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        // The migrator takes a database lock on PostgreSQL, so nodes may start together.
+        // On PostgreSQL the migrator holds an advisory lock while it works, so nodes that
+        // start together apply each migration once (tested by the store suite).
         migrator.run(&pool).await?;
-        Ok(Store {
+        Ok(Database {
             pool,
             backend,
-            statements: Arc::new(AtomicU64::new(0)),
+            name: Arc::from(name),
         })
     }
 
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// The pool, for one statement: every statement of the store goes through here (or
-    /// [`Store::count_statement`] inside a transaction), so the count is what the database saw.
     pub(crate) fn pool(&self) -> &AnyPool {
-        self.count_statement();
         &self.pool
-    }
-
-    pub(crate) fn count_statement(&self) {
-        self.statements.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// How many statements this store (and its clones) has sent since it connected.
-    pub fn statements_executed(&self) -> u64 {
-        self.statements.load(Ordering::Relaxed)
-    }
-
-    /// The records of one tenant. Every query through the handle is bound to that tenant.
-    pub fn tenant<'a>(&'a self, tenant: &'a TenantId) -> TenantStore<'a> {
-        TenantStore::new(self, tenant)
-    }
-
-    /// One round trip, for readiness checks.
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(self.pool()).await?;
-        Ok(())
-    }
-
-    /// Closes the pool, waiting for connections in use to be returned.
-    pub async fn close(&self) {
-        self.pool.close().await;
     }
 }
 

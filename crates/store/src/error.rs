@@ -52,6 +52,11 @@ pub enum StoreError {
     InvalidTenantId(&'static str),
     #[error("unsupported database URL scheme (expected sqlite:// or postgres://)")]
     UnsupportedUrl,
+    /// A shard of the shard map could not be opened; names the shard, never its URL.
+    #[error("shard {0:?}: {1}")]
+    Shard(String, #[source] Box<StoreError>),
+    #[error("tenant {0:?} is placed on shard {1:?}, which the shard map does not define")]
+    UnknownShard(String, String),
     #[error("database unavailable")]
     Unavailable(#[source] sqlx::Error),
     #[error("database error")]
@@ -91,8 +96,37 @@ impl From<sqlx::Error> for StoreError {
             sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_) => StoreError::Unavailable(error),
+            | sqlx::Error::Tls(_)
+            // A connection cut mid-message reads as a protocol error.
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error),
+            sqlx::Error::Database(ref db) if is_unavailable_state(db.code().as_deref()) => {
+                StoreError::Unavailable(error)
+            }
             other => StoreError::Database(other),
         }
+    }
+}
+
+/// SQLSTATE classes that mean "the database is going away or not reachable", not "this
+/// statement is wrong": 08 connection exception, 57P01–57P05 shutdown and crash, 53300 too
+/// many connections. A client may retry these.
+fn is_unavailable_state(code: Option<&str>) -> bool {
+    code.is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_unavailable_state;
+
+    #[test]
+    fn shutdown_and_connection_states_are_unavailable_constraint_states_are_not() {
+        for code in ["08006", "08001", "57P01", "57P03", "53300"] {
+            assert!(is_unavailable_state(Some(code)), "{code}");
+        }
+        for code in ["23505", "23503", "40001", "42P01", "57014"] {
+            assert!(!is_unavailable_state(Some(code)), "{code}");
+        }
+        assert!(!is_unavailable_state(None));
     }
 }

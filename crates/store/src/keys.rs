@@ -1,7 +1,7 @@
 //! Signing keys: the one global table, since the issuer is global. The private key is stored
 //! as PKCS#8 DER; parsing and signing belong to the `jose` crate.
 
-use crate::db::Store;
+use crate::db::{Backend, Store};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -26,6 +26,10 @@ impl std::fmt::Debug for StoredSigningKey {
     }
 }
 
+/// The advisory lock that serialises the creation of the first key (any constant that no
+/// other lock of the database uses; the bytes spell "fldauth1").
+const FIRST_KEY_LOCK: i64 = 0x666c_6461_7574_6831;
+
 type KeyRow = (String, String, Vec<u8>, i64, Option<i64>);
 
 fn key_from_row((kid, algorithm, private_key, created_at, retired_at): KeyRow) -> StoredSigningKey {
@@ -39,12 +43,15 @@ fn key_from_row((kid, algorithm, private_key, created_at, retired_at): KeyRow) -
 }
 
 impl Store {
+    /// Stores a new key (a rotation) and its `key.created` event, in one transaction.
     pub async fn insert_signing_key(
         &self,
         kid: &str,
         private_key_pkcs8: &[u8],
         now: UnixTime,
     ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        self.count_statement();
         sqlx::query(
             "INSERT INTO signing_keys (kid, algorithm, private_key, created_at) \
              VALUES ($1, 'RS256', $2, $3)",
@@ -52,9 +59,71 @@ impl Store {
         .bind(kid)
         .bind(private_key_pkcs8.to_vec())
         .bind(now)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| StoreError::from_sqlx(e, Entity::SigningKey))?;
+        self.key_event(&mut tx, "key.created", kid, now).await?;
+        self.count_statement();
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stores the issuer's first key, unless there is an active key already: nodes that
+    /// start together on an empty database each make a key, and exactly one is kept, so every
+    /// node signs with and publishes the same one. Returns whether this key was kept.
+    pub async fn insert_first_signing_key(
+        &self,
+        kid: &str,
+        private_key_pkcs8: &[u8],
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        if self.backend() == Backend::Postgres {
+            // Under READ COMMITTED two "insert unless one exists" would both insert; the
+            // lock queues the nodes, and each sees what the one before committed. (SQLite
+            // has one writer at a time.)
+            self.count_statement();
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(FIRST_KEY_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
+        self.count_statement();
+        let inserted = sqlx::query(
+            "INSERT INTO signing_keys (kid, algorithm, private_key, created_at) \
+             SELECT $1, 'RS256', $2, $3 \
+             WHERE NOT EXISTS (SELECT 1 FROM signing_keys WHERE retired_at IS NULL)",
+        )
+        .bind(kid)
+        .bind(private_key_pkcs8.to_vec())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, Entity::SigningKey))?
+        .rows_affected()
+            == 1;
+        if inserted {
+            self.key_event(&mut tx, "key.created", kid, now).await?;
+        }
+        self.count_statement();
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn key_event(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        kind: &str,
+        kid: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        self.count_statement();
+        sqlx::query("INSERT INTO key_events (occurred_at, kind, kid) VALUES ($1, $2, $3)")
+            .bind(now)
+            .bind(kind)
+            .bind(kid)
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 
@@ -94,16 +163,21 @@ impl Store {
         if active.len() == 1 {
             return Err(StoreError::LastActiveKey);
         }
+        let mut tx = self.pool().begin().await?;
+        self.count_statement();
         let done = sqlx::query(
             "UPDATE signing_keys SET retired_at = $1 WHERE kid = $2 AND retired_at IS NULL",
         )
         .bind(now)
         .bind(kid)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        match done.rows_affected() {
-            1 => Ok(()),
-            _ => Err(StoreError::NotFound(Entity::SigningKey)),
+        if done.rows_affected() != 1 {
+            return Err(StoreError::NotFound(Entity::SigningKey));
         }
+        self.key_event(&mut tx, "key.retired", kid, now).await?;
+        self.count_statement();
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Persistence for fieldauth: the records of every tenant and the global signing keys, on
 //! SQLite (embedded default) or PostgreSQL, behind one API whose queries are written once.
 
+mod audit;
 mod authorization_requests;
 mod browser_sessions;
 mod clients;
@@ -18,11 +19,12 @@ mod tenants;
 pub mod testing;
 mod users;
 
+pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientType, NewClient};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
-pub use db::{Backend, Store};
+pub use db::{Backend, PoolUse, ShardMap, Store};
 pub use error::{Entity, StoreError};
 pub use field::{
     Address, Assignment, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter,

@@ -66,8 +66,11 @@ impl<'a> TenantStore<'a> {
         self.tenant.as_str()
     }
 
+    /// The pool of the database this tenant lives in (the shard map decides; no other
+    /// database is asked).
     pub(crate) fn pool(&self) -> &sqlx::AnyPool {
-        self.store.pool()
+        self.store.count_statement();
+        self.store.database_of(self.tenant).pool()
     }
 
     /// A transaction; its statements go through [`TenantStore::in_tx`] so they are counted.

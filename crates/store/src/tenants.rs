@@ -26,7 +26,8 @@ impl Tenant {
 }
 
 impl Store {
-    /// Creates a tenant; `Conflict(Tenant)` when the id is taken.
+    /// Creates a tenant in the database the shard map places it in; `Conflict(Tenant)` when
+    /// the id is taken there.
     pub async fn create_tenant(
         &self,
         tenant_id: &TenantId,
@@ -37,7 +38,7 @@ impl Store {
             .bind(tenant_id.as_str())
             .bind(name)
             .bind(now)
-            .execute(self.pool())
+            .execute(self.tenant(tenant_id).pool())
             .await
             .map_err(|e| StoreError::from_sqlx(e, Entity::Tenant))?;
         Ok(Tenant {
@@ -47,12 +48,25 @@ impl Store {
         })
     }
 
-    /// Every tenant of this database, by id.
+    /// Every tenant, by id, from every database: each tenant from the database the shard map
+    /// places it in (a copy left in another database after a move is not listed).
     pub async fn list_tenants(&self) -> Result<Vec<Tenant>, StoreError> {
-        let rows: Vec<(String, String, i64)> =
-            sqlx::query_as("SELECT tenant_id, name, created_at FROM tenants ORDER BY tenant_id")
-                .fetch_all(self.pool())
-                .await?;
-        rows.into_iter().map(Tenant::from_row).collect()
+        let mut tenants = Vec::new();
+        for database in self.databases() {
+            self.count_statement();
+            let rows: Vec<(String, String, i64)> = sqlx::query_as(
+                "SELECT tenant_id, name, created_at FROM tenants ORDER BY tenant_id",
+            )
+            .fetch_all(database.pool())
+            .await?;
+            for row in rows {
+                let tenant = Tenant::from_row(row)?;
+                if self.routes_to(&tenant.tenant_id, database) {
+                    tenants.push(tenant);
+                }
+            }
+        }
+        tenants.sort_by(|a, b| a.tenant_id.cmp(&b.tenant_id));
+        Ok(tenants)
     }
 }
