@@ -10,6 +10,7 @@ use store::{Client, NewAuthorizationCode, TenantStore};
 use crate::authorize::pending::{load_pending, Pending};
 use crate::authorize::redirect::{self, AuthorizeErrorCode, ErrorRedirect};
 use crate::error::OAuthError;
+use crate::events::Event;
 use crate::pages::{self, ConsentPage, FormTarget, OrganizationChoice, PageError, ScopeChoice};
 use crate::params::{FormParams, Params};
 use crate::scope::Scope;
@@ -129,6 +130,11 @@ pub async fn decide(
         ))?;
     let Some((organization_guid, scope)) = approved else {
         tracing::info!(tenant = %pending.tenant, client_id = %request.client_id, "consent denied");
+        let event = Event::ConsentDenied {
+            user_id,
+            client_id: &request.client_id,
+        };
+        state.record(&pending.tenant, event, now).await;
         let denied = ErrorRedirect {
             redirect_uri: consumed.redirect_uri,
             error: AuthorizeErrorCode::AccessDenied,
@@ -156,6 +162,13 @@ pub async fn decide(
     };
     tenant.create_authorization_code(&new_code, now).await?;
     tracing::info!(tenant = %pending.tenant, client_id = %consumed.client_id, sub = %user_id, "consent given, code issued");
+    let event = Event::ConsentGiven {
+        user_id,
+        client_id: &consumed.client_id,
+        organization: &organization_guid,
+        scope: &scope,
+    };
+    state.record(&pending.tenant, event, now).await;
     let location = redirect::code_location(&consumed.redirect_uri, &code, &consumed.state, issuer)
         .ok_or(OAuthError::InvalidFlow(
             "The application's redirect URI is not a valid URL.",

@@ -76,6 +76,11 @@ struct Wire {
 }
 
 impl OAuthError {
+    /// The RFC error code this error goes out with.
+    pub fn code(&self) -> &'static str {
+        self.wire().code
+    }
+
     fn wire(&self) -> Wire {
         let client = |status, code, description: &str| Wire {
             status,

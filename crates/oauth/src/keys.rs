@@ -31,7 +31,17 @@ impl SigningKeys {
     /// Loads the active keys, generating the first one when the database has none.
     pub async fn load_or_create(store: &Store, now: UnixTime) -> Result<SigningKeys, OAuthError> {
         if store.active_signing_keys().await?.is_empty() {
-            rotate_signing_key(store, now).await?;
+            // Nodes starting together on an empty database each make a key; the store keeps
+            // exactly one, so all of them sign with and publish the same key.
+            let generated = tokio::task::spawn_blocking(jose::generate_signing_key)
+                .await
+                .map_err(|_| OAuthError::Blocking)??;
+            if store
+                .insert_first_signing_key(&generated.kid, &generated.pkcs8_der, now)
+                .await?
+            {
+                tracing::info!(kid = %generated.kid, "first signing key created");
+            }
         }
         let loaded = parse(store.active_signing_keys().await?, now).await?;
         Ok(SigningKeys {

@@ -8,6 +8,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::OAuthError;
+use crate::events::{Event, RevokeReason};
 use crate::params::FormParams;
 use crate::secret::hash_secret;
 use crate::state::OAuthState;
@@ -50,6 +51,12 @@ pub async fn revoke(
                 .await?
         {
             tracing::info!(tenant = %tenant_id, client_id = %client.client_id, "grant revoked by its client");
+            let event = Event::GrantRevoked {
+                client_id: &client.client_id,
+                grant_id: &grant.grant_id,
+                reason: RevokeReason::client_revocation,
+            };
+            state.record(&tenant_id, event, now).await;
         }
     }
     Ok(revoked())

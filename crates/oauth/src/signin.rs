@@ -15,6 +15,7 @@ use store::{FailureCount, FailureSubject, TenantStore};
 use crate::authorize::pending::{load_pending, Pending};
 use crate::consent;
 use crate::error::OAuthError;
+use crate::events::Event;
 use crate::pages::{self, FormTarget, PageError, SignInPage};
 use crate::params::FormParams;
 use crate::password;
@@ -89,8 +90,14 @@ pub async fn sign_in(
     let verdict = policy
         .account_verdict(previous, now)
         .and(policy.address_verdict(tenant.signin_failures(from_address).await?, now));
+    let refused = Event::SignInRefused {
+        username: username.as_str(),
+        client_id: &pending.client.client_id,
+        address: &address,
+    };
     if let Some(message) = throttle_message(verdict) {
         tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
+        state.record(&pending.tenant, refused, now).await;
         return Ok(refuse(StatusCode::TOO_MANY_REQUESTS, &message));
     }
     // The attempt is counted as a failure before the password is checked (and forgiven on
@@ -101,6 +108,7 @@ pub async fn sign_in(
         .await?;
     if attempt.failures > policy.attempts_allowed_after(previous, now) {
         tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
+        state.record(&pending.tenant, refused, now).await;
         let locked = Verdict::Locked(policy.lock_seconds);
         return Ok(refuse(
             StatusCode::TOO_MANY_REQUESTS,
@@ -116,7 +124,7 @@ pub async fn sign_in(
     );
     let matches = verify_bounded(state, password, hash).await?;
     let Some(user) = user.filter(|_| matches) else {
-        return failed(
+        let (response, locked) = failed(
             &tenant,
             policy,
             pending,
@@ -125,7 +133,15 @@ pub async fn sign_in(
             from_address,
             now,
         )
-        .await;
+        .await?;
+        let event = Event::SignInFailed {
+            username: username.as_str(),
+            client_id: &pending.client.client_id,
+            address: &address,
+            locked,
+        };
+        state.record(&pending.tenant, event, now).await;
+        return Ok(response);
     };
 
     tenant.clear_signin_failures(account).await?;
@@ -159,6 +175,12 @@ pub async fn sign_in(
     // A session that was there before (prompt=login) is replaced, never resumed.
     tenant.delete_browser_session(&old_hash).await?;
     tracing::info!(tenant = %pending.tenant, client_id = %pending.client.client_id, sub = %user.user_id, "signed in");
+    let event = Event::SignedIn {
+        user_id: &user.user_id,
+        client_id: &pending.client.client_id,
+        address: &address,
+    };
+    state.record(&pending.tenant, event, now).await;
 
     let https = state.config.issuer.is_https();
     let cookie = session::set_cookie(
@@ -188,7 +210,7 @@ async fn failed(
     by_account: FailureCount,
     from_address: FailureSubject<'_>,
     now: UnixTime,
-) -> Result<Response, OAuthError> {
+) -> Result<(Response, bool), OAuthError> {
     let by_address = tenant
         .record_signin_failure(from_address, now, now - policy.window())
         .await?;
@@ -203,12 +225,8 @@ async fn failed(
         ),
         _ => "Incorrect username or password.".to_owned(),
     };
-    Ok(retry_page(
-        pending,
-        typed_username,
-        StatusCode::OK,
-        &message,
-    ))
+    let page = retry_page(pending, typed_username, StatusCode::OK, &message);
+    Ok((page, matches!(locked, Verdict::Locked(_))))
 }
 
 fn throttle_message(verdict: Verdict) -> Option<String> {

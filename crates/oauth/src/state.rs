@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::discovery;
 use crate::error::OAuthError;
+use crate::events::Metrics;
 use crate::issuer::Issuer;
 use crate::keys::SigningKeys;
 use crate::password;
@@ -44,6 +45,7 @@ pub struct OAuthState {
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn RandomSource>,
     pub signin: SignInSettings,
+    metrics: Metrics,
     discovery_json: Bytes,
 }
 
@@ -71,8 +73,14 @@ impl OAuthState {
             clock,
             random,
             signin,
+            metrics: Metrics::default(),
             discovery_json,
         })
+    }
+
+    /// The counters, for the process's `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     pub(crate) fn discovery_json(&self) -> Bytes {

@@ -24,6 +24,7 @@ pub async fn userinfo(
     }
     let tenant = TenantId::parse(&claims.tenant)
         .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
+    crate::events::log_context(&tenant, &claims.client_id);
     let user = state
         .store
         .tenant(&tenant)

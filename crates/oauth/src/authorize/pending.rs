@@ -76,6 +76,7 @@ pub async fn load_pending(
         .find_client(&request.client_id)
         .await?
         .ok_or(OAuthError::InvalidFlow("This sign-in request is unknown."))?;
+    crate::events::log_context(&tenant, &client.client_id);
     Ok(Pending {
         tenant,
         handle,

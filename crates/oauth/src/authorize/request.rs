@@ -73,6 +73,7 @@ pub async fn resolve_target(
         .ok_or(OAuthError::UntrustedRequest(
             "The application (client_id) is not registered with this tenant.",
         ))?;
+    crate::events::log_context(&tenant, &client.client_id);
     // OAuth 2.1 §2.3.1 and RFC 9700 §4.1.3: exact string comparison, nothing looser.
     if !client
         .redirect_uris

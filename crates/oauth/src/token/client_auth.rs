@@ -30,6 +30,8 @@ pub async fn authenticate_client(
         .find_client(&presented.client_id)
         .await?
         .ok_or(OAuthError::InvalidClient("unknown client"))?;
+    // Only a registered id reaches the log: a presented one is the client's free text.
+    crate::events::log_context(tenant.id(), &client.client_id);
     match (client.client_type, &presented.secret, &client.secret_hash) {
         (ClientType::Public, None, _) => Ok(client),
         (ClientType::Public, Some(_), _) => Err(OAuthError::InvalidClient(

@@ -10,6 +10,7 @@ use super::client_auth::authenticate_client;
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
 use crate::error::OAuthError;
+use crate::events::{Event, RevokeReason};
 use crate::params::Params;
 use crate::pkce;
 use crate::scope::Scope;
@@ -40,6 +41,12 @@ pub async fn exchange_code(
                     .await?
                 {
                     tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "authorization code replayed: its grant is revoked");
+                    let event = Event::GrantRevoked {
+                        client_id: &client.client_id,
+                        grant_id: &grant_id,
+                        reason: RevokeReason::code_replay,
+                    };
+                    state.record(&tenant_id, event, now).await;
                 }
             }
             return Err(OAuthError::InvalidGrant("the code was already used"));

@@ -24,20 +24,34 @@ pub async fn post_token(
     FormParams(params): FormParams,
 ) -> Result<Response, OAuthError> {
     let now = state.clock.now();
-    if params.first_repeated().is_some() {
-        return Err(OAuthError::InvalidForm("a parameter is repeated")); // §3.2
-    }
-    let response = match params.single("grant_type").ok().flatten() {
-        Some("authorization_code") => code::exchange_code(&state, &headers, &params, now).await?,
-        Some("refresh_token") => refresh::refresh(&state, &headers, &params, now).await?,
-        // Implicit, password and client_credentials are not offered (spec §1).
-        _ => return Err(OAuthError::UnsupportedGrantType),
-    };
-    let mut response = Json(response).into_response();
+    let grant_type = params.single("grant_type").ok().flatten();
+    let outcome = grant(&state, &headers, &params, grant_type, now).await;
+    state
+        .metrics()
+        .token_request(grant_type, outcome.as_ref().map(|_| ()));
+    let mut response = Json(outcome?).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     Ok(response)
+}
+
+async fn grant(
+    state: &OAuthState,
+    headers: &HeaderMap,
+    params: &crate::params::Params,
+    grant_type: Option<&str>,
+    now: store::UnixTime,
+) -> Result<issue::TokenResponse, OAuthError> {
+    if params.first_repeated().is_some() {
+        return Err(OAuthError::InvalidForm("a parameter is repeated")); // §3.2
+    }
+    match grant_type {
+        Some("authorization_code") => code::exchange_code(state, headers, params, now).await,
+        Some("refresh_token") => refresh::refresh(state, headers, params, now).await,
+        // Implicit, password and client_credentials are not offered (spec §1).
+        _ => Err(OAuthError::UnsupportedGrantType),
+    }
 }
 
 /// Splits `<tenant>.<random>` (spec §1): the tenant routes the lookup, the random part is

@@ -10,6 +10,7 @@ use super::code::required;
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
 use crate::error::OAuthError;
+use crate::events::{Event, RevokeReason};
 use crate::params::Params;
 use crate::scope::Scope;
 use crate::secret::hash_secret;
@@ -53,8 +54,14 @@ pub async fn refresh(
         .await?
     {
         RefreshRotation::Rotated(grant) => grant,
-        RefreshRotation::Reused { grant_id: _ } => {
+        RefreshRotation::Reused { grant_id } => {
             tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "refresh token reused: its grant is revoked");
+            let event = Event::GrantRevoked {
+                client_id: &client.client_id,
+                grant_id: &grant_id,
+                reason: RevokeReason::refresh_reuse,
+            };
+            state.record(&tenant_id, event, now).await;
             return Err(OAuthError::InvalidGrant(
                 "the refresh token was already used; its grant is revoked",
             ));
