@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use jose::Clock;
 use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
@@ -129,8 +130,33 @@ async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
 fn listener_router(routes: Router, store: &Store) -> Router {
     let router = routes
         .merge(health::router(store.clone()))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") });
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .layer(axum::middleware::from_fn(deadline));
     telemetry::http_layers(router)
+}
+
+/// The most a request may take. The pool gives up waiting for a connection after 5 s, but a
+/// statement on a connection that stopped answering (a network partition) has no timeout of
+/// its own: past the deadline the request is dropped, its open transaction with it (rolled
+/// back, so nothing is half-written), and the client is told to retry.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+
+async fn deadline(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!("request deadline passed: answered 503");
+            let body = r#"{"error":"temporarily_unavailable"}"#;
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+    }
 }
 
 async fn run_listener(

@@ -52,7 +52,15 @@ pub fn http_layers(router: Router) -> Router {
                         .get(REQUEST_ID)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
-                    tracing::info_span!("request", method = %request.method(), path, request_id)
+                    // Handlers fill in the tenant and client once they know them.
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        path,
+                        request_id,
+                        tenant = tracing::field::Empty,
+                        client_id = tracing::field::Empty,
+                    )
                 })
                 .on_request(())
                 .on_response(|response: &Response<_>, latency: Duration, _span: &Span| {
