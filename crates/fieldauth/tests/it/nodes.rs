@@ -406,7 +406,7 @@ async fn sigterm_finishes_the_request_in_flight_then_exits_0() {
     stream.write_all(request.as_bytes()).await.unwrap();
     stream.flush().await.unwrap();
     // Let the node read the headers: from now on the request is in flight.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
 
     let pid = cluster.node(0).pid().to_string();
     let killed = std::process::Command::new("kill")
