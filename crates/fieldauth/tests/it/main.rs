@@ -17,6 +17,8 @@ mod demo;
 mod discovery;
 mod flow;
 mod keys;
+mod node_support;
+mod nodes;
 mod refresh;
 mod revoke;
 mod signin;
