@@ -1,8 +1,10 @@
 //! A TCP proxy between a server and its PostgreSQL, owned by one test, which can cut the
-//! database away: [`DbProxy::down`] is a stopped database, [`DbProxy::blackhole`] a network
-//! partition, [`DbProxy::up`] the recovery. Each proxy listens on its own port, so tests that
+//! database away: [`DbProxy::down`] is a stopped database (connections reset),
+//! [`DbProxy::stop`] a stopped database host (connections refused), [`DbProxy::blackhole`] a
+//! network partition, [`DbProxy::up`] the recovery. Each proxy listens on its own port, so tests that
 //! use one run in parallel with everything else.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -17,17 +19,38 @@ enum Mode {
     Up,
     /// Live connections are reset and new ones are closed as soon as they are accepted.
     Down,
+    /// As `Down`, and the listening socket is closed, so new connections are refused.
+    Stopped,
     /// Connections are accepted and held; no byte moves in either direction.
     Blackhole,
     /// Forwards until the server's answer to the next `COMMIT` has gone through, then goes
     /// down: the database dies right after it made a transaction durable.
     DownAfterCommit,
+    /// Forwards until the client sends these bytes (a statement's text, sent only the first
+    /// time a connection prepares it), then becomes a `Blackhole` before they go through:
+    /// a partition in the middle of a transaction.
+    BlackholeAt(&'static [u8]),
 }
 
 impl Mode {
     fn forwards(self) -> bool {
-        matches!(self, Mode::Up | Mode::DownAfterCommit)
+        matches!(
+            self,
+            Mode::Up | Mode::DownAfterCommit | Mode::BlackholeAt(_)
+        )
     }
+
+    fn is_down(self) -> bool {
+        matches!(self, Mode::Down | Mode::Stopped)
+    }
+}
+
+/// Whether the proxy's port is listening, or why it could not listen again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Listening {
+    Yes,
+    No,
+    Failed(String),
 }
 
 /// A running proxy; dropping it stops it and closes every connection.
@@ -35,6 +58,7 @@ pub struct DbProxy {
     url: String,
     mode: Arc<watch::Sender<Mode>>,
     live: Arc<watch::Sender<usize>>,
+    listening: Arc<watch::Sender<Listening>>,
     accept: JoinHandle<()>,
 }
 
@@ -52,16 +76,20 @@ impl DbProxy {
         url.query_pairs_mut().append_pair("sslmode", "disable");
         let mode = Arc::new(watch::Sender::new(Mode::Up));
         let live = Arc::new(watch::Sender::new(0usize));
+        let listening = Arc::new(watch::Sender::new(Listening::Yes));
         let accept = tokio::spawn(accept_loop(
             listener,
+            addr,
             target,
             Arc::clone(&mode),
             Arc::clone(&live),
+            Arc::clone(&listening),
         ));
         DbProxy {
             url: url.into(),
             mode,
             live,
+            listening,
             accept,
         }
     }
@@ -79,10 +107,27 @@ impl DbProxy {
         self.until_no_connection().await;
     }
 
+    /// The database host stops: as [`DbProxy::down`], and the port is closed too, so new
+    /// connections are refused. Returns when nothing listens or is connected any more.
+    pub async fn stop(&self) {
+        self.mode.send_replace(Mode::Stopped);
+        self.until_no_connection().await;
+        let mut listening = self.listening.subscribe();
+        let _ = listening.wait_for(|l| *l != Listening::Yes).await;
+    }
+
     /// The database is back: new connections are forwarded (connections held by a
-    /// blackhole resume).
-    pub fn up(&self) {
+    /// blackhole resume). Returns once the proxy listens (again, after a `stop`).
+    pub async fn up(&self) {
         self.mode.send_replace(Mode::Up);
+        let mut listening = self.listening.subscribe();
+        let state = listening
+            .wait_for(|l| *l != Listening::No)
+            .await
+            .map(|l| l.clone());
+        if let Ok(Listening::Failed(why)) = state {
+            panic!("the proxy cannot listen on its port again: {why}");
+        }
     }
 
     /// A network partition: connections are accepted but nothing is forwarded, and the
@@ -97,9 +142,23 @@ impl DbProxy {
         self.mode.send_replace(Mode::DownAfterCommit);
     }
 
+    /// Forwards until the server sends a statement whose text contains `statement`, then
+    /// partitions as [`DbProxy::blackhole`] does, with that statement held back. Only a
+    /// connection's first use of a statement carries its text.
+    pub fn blackhole_at_statement(&self, statement: &'static str) {
+        self.mode
+            .send_replace(Mode::BlackholeAt(statement.as_bytes()));
+    }
+
     /// True once a `down_after_next_commit` has seen its commit (or `down` was called).
     pub fn is_down(&self) -> bool {
-        *self.mode.borrow() == Mode::Down
+        self.mode.borrow().is_down()
+    }
+
+    /// True once a `blackhole_at_statement` has seen its statement (or `blackhole` was
+    /// called).
+    pub fn is_blackholed(&self) -> bool {
+        *self.mode.borrow() == Mode::Blackhole
     }
 
     async fn until_no_connection(&self) {
@@ -117,17 +176,41 @@ impl Drop for DbProxy {
 }
 
 async fn accept_loop(
-    listener: TcpListener,
+    mut listener: TcpListener,
+    addr: SocketAddr,
     target: String,
     mode: Arc<watch::Sender<Mode>>,
     live: Arc<watch::Sender<usize>>,
+    listening: Arc<watch::Sender<Listening>>,
 ) {
+    let mut watch = mode.subscribe();
     loop {
-        let Ok((client, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => Some(accepted),
+            _ = watch.wait_for(|m| *m == Mode::Stopped) => None,
+        };
+        let Some(accepted) = accepted else {
+            drop(listener);
+            listening.send_replace(Listening::No);
+            if watch.wait_for(|m| *m != Mode::Stopped).await.is_err() {
+                return;
+            }
+            // The same port again (tokio sets SO_REUSEADDR): the server's URL names it.
+            match TcpListener::bind(addr).await {
+                Ok(again) => listener = again,
+                Err(error) => {
+                    listening.send_replace(Listening::Failed(error.to_string()));
+                    return;
+                }
+            }
+            listening.send_replace(Listening::Yes);
+            continue;
+        };
+        let Ok((client, _)) = accepted else {
             continue;
         };
         let current = *mode.borrow();
-        if current == Mode::Down {
+        if current.is_down() {
             // A reset, not an orderly close: nothing is listening for this client.
             let _ = client.set_zero_linger();
             drop(client);
@@ -154,7 +237,7 @@ async fn forward(client: TcpStream, target: String, mode: Arc<watch::Sender<Mode
     let Ok(now) = watch.wait_for(|m| *m != Mode::Blackhole).await.map(|m| *m) else {
         return;
     };
-    if now == Mode::Down {
+    if now.is_down() {
         let _ = client.set_zero_linger();
         return;
     }
@@ -172,7 +255,7 @@ async fn forward(client: TcpStream, target: String, mode: Arc<watch::Sender<Mode
     };
     tokio::select! {
         _ = both_ways => {}
-        _ = watch.wait_for(|m| *m == Mode::Down) => {
+        _ = watch.wait_for(|m| m.is_down()) => {
             // Reset both sides, as a crashed server or a dropped route would.
             let _ = client_write.as_ref().set_zero_linger();
             let _ = upstream_write.as_ref().set_zero_linger();
@@ -183,8 +266,9 @@ async fn forward(client: TcpStream, target: String, mode: Arc<watch::Sender<Mode
 /// The server's `CommandComplete` for a `COMMIT`: tag `C`, length 11, `COMMIT\0`.
 const COMMIT_COMPLETE: &[u8] = b"C\0\0\0\x0bCOMMIT\0";
 
-/// Copies one direction while the mode forwards; holds the bytes while it does not. In the
-/// server-to-client direction, watches for the commit a `DownAfterCommit` waits for.
+/// Copies one direction while the mode forwards; holds the bytes while it does not. Watches
+/// for the statement a `BlackholeAt` waits for (client to server) and the commit a
+/// `DownAfterCommit` waits for (server to client).
 async fn pump(
     from: &mut OwnedReadHalf,
     to: &mut OwnedWriteHalf,
@@ -205,6 +289,12 @@ async fn pump(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        let current = *watch.borrow();
+        if let Mode::BlackholeAt(statement) = current {
+            if !from_server && buf[..n].windows(statement.len()).any(|w| w == statement) {
+                mode.send_replace(Mode::Blackhole);
+            }
+        }
         // Bytes read before a partition began wait for it to end.
         if watch.wait_for(|m| m.forwards()).await.is_err() {
             return;

@@ -200,12 +200,32 @@ async fn assert_grant_live(app: &TestApp, grant_id: &str, newest: &str) {
     assert_eq!(found.grant.grant_id, grant_id);
 }
 
+/// How the database stops.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    /// The database process: connections reset, new ones closed at once.
+    Process,
+    /// The database host: connections reset, new ones refused (the pool retries those until
+    /// its acquire timeout).
+    Host,
+}
+
 /// RFC 6749 §5.2 and §4.1.2.1: `temporarily_unavailable` (503) is what a client gets while
 /// the database is stopped, on every endpoint that needs it; the node says not ready but
 /// alive, and once the database is back it is ready again without a restart, and the refresh
 /// token refused during the outage was never spent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_database_answers_503_everywhere_and_nothing_is_lost_when_it_returns() {
+    stopped_database_answers_503_and_recovers(Stop::Process).await;
+}
+
+/// As above, with the database's port refusing connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_database_answers_503_everywhere_and_nothing_is_lost_when_it_returns() {
+    stopped_database_answers_503_and_recovers(Stop::Host).await;
+}
+
+async fn stopped_database_answers_503_and_recovers(stop: Stop) {
     let Some((app, proxy)) = app_behind_proxy().await else {
         return;
     };
@@ -214,18 +234,24 @@ async fn a_stopped_database_answers_503_everywhere_and_nothing_is_lost_when_it_r
     assert_eq!(api(&app, &issued.access_token).await.status(), 200);
     assert_eq!(readiness(&app).await, (200, 200));
 
-    proxy.down().await;
+    match stop {
+        Stop::Process => proxy.down().await,
+        Stop::Host => proxy.stop().await,
+    }
 
-    let (response, _) = within(
+    let (response, took) = within(
         STOPPED_LIMIT,
         "refresh",
         refresh(&app, &issued.refresh_token, &[]),
     )
     .await;
+    eprintln!("{stop:?}: refresh answered in {took:?}");
     assert_temporarily_unavailable(response, "refresh while the database is stopped").await;
 
     for base in [&app.issuer, &app.api_url] {
-        let (ready, _) = within(STOPPED_LIMIT, "readyz", get(&app, format!("{base}/readyz"))).await;
+        let (ready, took) =
+            within(STOPPED_LIMIT, "readyz", get(&app, format!("{base}/readyz"))).await;
+        eprintln!("{stop:?}: {base}/readyz answered in {took:?}");
         assert_eq!(ready.status(), 503, "{base}/readyz while stopped");
         let (alive, _) = within(
             STOPPED_LIMIT,
@@ -236,7 +262,8 @@ async fn a_stopped_database_answers_503_everywhere_and_nothing_is_lost_when_it_r
         assert_eq!(alive.status(), 200, "{base}/healthz: the process is alive");
     }
 
-    let (response, _) = within(STOPPED_LIMIT, "API", api(&app, &issued.access_token)).await;
+    let (response, took) = within(STOPPED_LIMIT, "API", api(&app, &issued.access_token)).await;
+    eprintln!("{stop:?}: the API answered in {took:?}");
     assert_eq!(response.status(), 503, "API while the database is stopped");
     let body: Value = response.json().await.unwrap();
     let errors = body["errors"].as_array().unwrap();
@@ -249,12 +276,13 @@ async fn a_stopped_database_answers_503_everywhere_and_nothing_is_lost_when_it_r
     );
     assert!(body.get("data").is_none(), "{body}");
 
-    let (page, _) = within(
+    let (page, took) = within(
         STOPPED_LIMIT,
         "authorize",
         app.browser().get(authorize_url(&app, &[])).send(),
     )
     .await;
+    eprintln!("{stop:?}: the authorization page answered in {took:?}");
     let page = page.unwrap();
     assert_eq!(page.status(), 503, "GET /oauth/authorize while stopped");
     let content_type = page.headers()["content-type"].to_str().unwrap().to_owned();
@@ -262,9 +290,9 @@ async fn a_stopped_database_answers_503_everywhere_and_nothing_is_lost_when_it_r
     let html = page.text().await.unwrap();
     assert_no_internal_detail(&html, "the authorization page");
 
-    proxy.up();
+    proxy.up().await;
     let took = until_ready(&app).await;
-    eprintln!("ready {took:?} after the database returned");
+    eprintln!("{stop:?}: ready {took:?} after the database returned");
 
     // The token refused during the outage was never spent: it rotates now, and the chain
     // goes on.
@@ -386,7 +414,7 @@ async fn refreshes_through_an_outage_are_200_or_503_and_the_chain_stays_whole() 
             .unwrap();
     })
     .await;
-    proxy.up();
+    proxy.up().await;
     let (attempts, newest) = within(Duration::from_secs(150), "the chain", chain)
         .await
         .0
@@ -477,11 +505,50 @@ async fn a_partitioned_database_answers_503_within_bounded_time_then_recovers() 
         "{body}"
     );
 
-    proxy.up();
+    proxy.up().await;
     let took = until_ready(&app).await;
     eprintln!("ready {took:?} after the partition healed");
     let second = rotate(&app, &issued.refresh_token, "the refused token, after").await;
     assert_grant_intact(&app, &issued.grant_id, 1, &second).await;
+    app.stop().await;
+}
+
+/// A partition that begins in the middle of a rotation, with the transaction open and its
+/// statement sent: the request still answers 503 within a bounded time rather than hanging
+/// on the stalled connection, and once the partition heals the token the client kept (it
+/// was told to try again) still works and the grant stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_in_the_middle_of_a_rotation_answers_503_within_bounded_time() {
+    let Some((app, proxy)) = app_behind_proxy().await else {
+        return;
+    };
+    let issued = issue(&app).await;
+
+    // The rotation's first statement; this server has not prepared it on any connection yet.
+    proxy.blackhole_at_statement("UPDATE refresh_tokens SET consumed_at");
+    let answer = within(
+        PARTITION_LIMIT,
+        "refresh partitioned in the middle of its rotation",
+        refresh(&app, &issued.refresh_token, &[]),
+    );
+    let (response, took) = answer.await;
+    assert!(proxy.is_blackholed(), "the rotation reached the database");
+    eprintln!("refresh partitioned mid-rotation answered in {took:?}");
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    proxy.up().await;
+    until_ready(&app).await;
+
+    let newest = match status {
+        503 => {
+            assert_eq!(body["error"], "temporarily_unavailable", "{body}");
+            rotate(&app, &issued.refresh_token, "the retry after a 503").await
+        }
+        // The statement went through once the partition healed, within the limit.
+        200 => body["refresh_token"].as_str().unwrap().to_owned(),
+        other => panic!("refresh partitioned mid-rotation: {other} {body}"),
+    };
+    assert_grant_live(&app, &issued.grant_id, &newest).await;
     app.stop().await;
 }
 
@@ -509,7 +576,7 @@ async fn a_database_lost_right_after_a_rotation_commits_does_not_cost_the_client
         proxy.is_down(),
         "the rotation committed through the proxy ({status} {body})"
     );
-    proxy.up();
+    proxy.up().await;
     until_ready(&app).await;
 
     let newest = match status {
