@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -161,9 +162,15 @@ impl DbProxy {
         *self.mode.borrow() == Mode::Blackhole
     }
 
+    /// Bounded, so a connection the proxy cannot close fails the test instead of hanging it.
     async fn until_no_connection(&self) {
         let mut live = self.live.subscribe();
-        let _ = live.wait_for(|n| *n == 0).await;
+        let closed = tokio::time::timeout(Duration::from_secs(5), live.wait_for(|n| *n == 0));
+        assert!(
+            closed.await.is_ok(),
+            "the proxy still holds {} connections after 5 s",
+            *self.live.borrow()
+        );
     }
 }
 
