@@ -44,6 +44,9 @@ pub struct TestApp {
     /// The server's clock: starts at the real time (the CLI writes real times) and moves
     /// only when a test says so.
     pub clock: Arc<ManualClock>,
+    /// The server's own store: `store` itself unless the server reaches the database
+    /// through another URL.
+    server_store: Store,
     server: Option<Server>,
 }
 
@@ -53,6 +56,18 @@ impl TestApp {
     }
 
     pub async fn spawn_with_throttle(db: TestDatabase, throttle: oauth::ThrottlePolicy) -> TestApp {
+        let url = db.url.clone();
+        TestApp::start(db, &url, throttle).await
+    }
+
+    /// A server whose store connects to `server_url` (a proxy in front of `db`, which a
+    /// fault test can cut), while `app.store` stays connected to `db` directly, so the test
+    /// can seed and inspect the database whatever the server sees.
+    pub async fn spawn_with_database_url(db: TestDatabase, server_url: &str) -> TestApp {
+        TestApp::start(db, server_url, oauth::ThrottlePolicy::default()).await
+    }
+
+    async fn start(db: TestDatabase, server_url: &str, throttle: oauth::ThrottlePolicy) -> TestApp {
         init_test_log();
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -68,6 +83,10 @@ impl TestApp {
             throttle,
         };
         let store = Store::connect(&db.url).await.unwrap();
+        let server_store = match server_url == db.url {
+            true => store.clone(),
+            false => Store::connect(server_url).await.unwrap(),
+        };
         let clock = Arc::new(ManualClock::new(SystemClock.now()));
         // One RSA key for the whole test process, installed as if created a day ago so it
         // signs at once: generating a key per server would dominate the suite's time.
@@ -79,7 +98,7 @@ impl TestApp {
         let server = serve::start_on(
             &config,
             Listeners { auth, api },
-            store.clone(),
+            server_store.clone(),
             clock.clone(),
         )
         .await
@@ -95,6 +114,7 @@ impl TestApp {
             api_url,
             http,
             clock,
+            server_store,
             server: Some(server),
         }
     }
@@ -141,6 +161,7 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             server.shutdown().await;
         }
+        self.server_store.close().await;
         self.store.close().await;
     }
 }

@@ -29,7 +29,11 @@ async fn first_refresh_token(app: &TestApp) -> String {
         .to_owned()
 }
 
-async fn refresh(app: &TestApp, token: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+pub(crate) async fn refresh(
+    app: &TestApp,
+    token: &str,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
     let mut fields = vec![
         ("grant_type", "refresh_token"),
         ("refresh_token", token),

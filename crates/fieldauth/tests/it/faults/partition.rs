@@ -1,0 +1,94 @@
+//! The database partitioned away: connections that neither answer nor close.
+
+use super::*;
+
+/// A network partition (connections that neither answer nor close): requests still get a
+/// 503 within a bounded time instead of hanging, and the node recovers once it heals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_database_answers_503_within_bounded_time_then_recovers() {
+    let Some((app, proxy)) = app_behind_proxy().await else {
+        return;
+    };
+    let issued = issue(&app).await;
+    assert_eq!(api(&app, &issued.access_token).await.status(), 200);
+
+    proxy.blackhole();
+
+    let (response, took) = within(
+        PARTITION_LIMIT,
+        "refresh during a partition",
+        refresh(&app, &issued.refresh_token, &[]),
+    )
+    .await;
+    eprintln!("refresh answered in {took:?} during the partition");
+    assert_temporarily_unavailable(response, "refresh during a partition").await;
+    for base in [&app.issuer, &app.api_url] {
+        let (ready, took) = within(
+            PARTITION_LIMIT,
+            "readyz during a partition",
+            get(&app, format!("{base}/readyz")),
+        )
+        .await;
+        eprintln!("{base}/readyz answered in {took:?} during the partition");
+        assert_eq!(ready.status(), 503, "{base}/readyz during a partition");
+    }
+    let (response, took) = within(
+        PARTITION_LIMIT,
+        "API during a partition",
+        api(&app, &issued.access_token),
+    )
+    .await;
+    eprintln!("the API answered in {took:?} during the partition");
+    assert_eq!(response.status(), 503, "API during a partition");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "UNAVAILABLE",
+        "{body}"
+    );
+
+    proxy.up().await;
+    let took = until_ready(&app).await;
+    eprintln!("ready {took:?} after the partition healed");
+    let second = rotate(&app, &issued.refresh_token, "the refused token, after").await;
+    assert_grant_intact(&app, &issued.grant_id, 1, &second).await;
+    app.stop().await;
+}
+
+/// A partition that begins in the middle of a rotation, with the transaction open and its
+/// statement sent: the request still answers 503 within a bounded time rather than hanging
+/// on the stalled connection, and once the partition heals the token the client kept (it
+/// was told to try again) still works and the grant stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_in_the_middle_of_a_rotation_answers_503_within_bounded_time() {
+    let Some((app, proxy)) = app_behind_proxy().await else {
+        return;
+    };
+    let issued = issue(&app).await;
+
+    // The rotation's first statement; this server has not prepared it on any connection yet.
+    proxy.blackhole_at_statement("UPDATE refresh_tokens SET consumed_at");
+    let answer = within(
+        PARTITION_LIMIT,
+        "refresh partitioned in the middle of its rotation",
+        refresh(&app, &issued.refresh_token, &[]),
+    );
+    let (response, took) = answer.await;
+    assert!(proxy.is_blackholed(), "the rotation reached the database");
+    eprintln!("refresh partitioned mid-rotation answered in {took:?}");
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    proxy.up().await;
+    until_ready(&app).await;
+
+    let newest = match status {
+        503 => {
+            assert_eq!(body["error"], "temporarily_unavailable", "{body}");
+            rotate(&app, &issued.refresh_token, "the retry after a 503").await
+        }
+        // The statement went through once the partition healed, within the limit.
+        200 => body["refresh_token"].as_str().unwrap().to_owned(),
+        other => panic!("refresh partitioned mid-rotation: {other} {body}"),
+    };
+    assert_grant_live(&app, &issued.grant_id, &newest).await;
+    app.stop().await;
+}
