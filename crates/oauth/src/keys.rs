@@ -40,7 +40,7 @@ impl SigningKeys {
                 .insert_first_signing_key(&generated.kid, &generated.pkcs8_der, now)
                 .await?
             {
-                tracing::info!(kid = %generated.kid, "first signing key created");
+                tracing::info!(kid = %generated.kid, "signing key created");
             }
         }
         let loaded = parse(store.active_signing_keys().await?, now).await?;

@@ -6,6 +6,7 @@
 use crate::codes::AuthorizationCode;
 use crate::error::StoreError;
 use crate::tenant::TenantStore;
+use crate::users::User;
 use crate::UnixTime;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
@@ -67,8 +68,10 @@ pub enum CodeRedemption {
 /// What presenting a refresh token found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RefreshRotation {
-    /// The token was live and is now consumed; the new one is stored.
-    Rotated(Grant),
+    /// The token was live and is now consumed; the new one is stored. The grant's user is
+    /// read in the same transaction: after the commit the client must get its new token
+    /// from what is in hand, since nothing read later may fail between the two.
+    Rotated(Grant, Box<User>),
     /// The token was already consumed: its grant is now revoked (spec §5.7).
     Reused { grant_id: String },
     /// Unknown, expired, another client's, or of a revoked grant.
@@ -229,8 +232,16 @@ impl TenantStore<'_> {
         .bind(&grant_id)
         .fetch_one(self.in_tx(&mut tx))
         .await?;
+        let Some(user) = self
+            .find_user_in(self.in_tx(&mut tx), &grant.user_id)
+            .await?
+        else {
+            // The user is gone: the token stays unspent and the grant answers nothing.
+            tx.rollback().await?;
+            return Ok(RefreshRotation::Refused);
+        };
         self.commit(tx).await?;
-        Ok(RefreshRotation::Rotated(grant))
+        Ok(RefreshRotation::Rotated(grant, Box::new(user)))
     }
 
     /// Why a rotation did not happen; a consumed token is reuse and revokes its grant.

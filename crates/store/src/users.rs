@@ -82,13 +82,25 @@ impl TenantStore<'_> {
     }
 
     pub async fn find_user(&self, user_id: &str) -> Result<Option<User>, StoreError> {
+        self.find_user_in(self.pool(), user_id).await
+    }
+
+    /// [`TenantStore::find_user`] on a given connection (inside a transaction).
+    pub(crate) async fn find_user_in<'e, E>(
+        &self,
+        executor: E,
+        user_id: &str,
+    ) -> Result<Option<User>, StoreError>
+    where
+        E: sqlx::Executor<'e, Database = sqlx::Any>,
+    {
         let row: Option<UserRow> = sqlx::query_as(
             "SELECT user_id, username, password_hash, name, email, created_at FROM users \
              WHERE tenant_id = $1 AND user_id = $2",
         )
         .bind(self.id_str())
         .bind(user_id)
-        .fetch_optional(self.pool())
+        .fetch_optional(executor)
         .await?;
         Ok(row.map(user_from_row))
     }

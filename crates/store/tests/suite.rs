@@ -845,7 +845,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
             .unwrap(),
         RefreshRotation::Refused
     );
-    let RefreshRotation::Rotated(g) = tenant
+    let RefreshRotation::Rotated(g, _) = tenant
         .rotate_refresh_token(b"r1", "web", refresh(b"r2"), NOW + 5)
         .await
         .unwrap()
@@ -856,7 +856,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         (g.grant_id.as_str(), g.scope.as_str(), g.revoked_at),
         ("g1", "openid offline_access", None)
     );
-    let RefreshRotation::Rotated(_) = tenant
+    let RefreshRotation::Rotated(_, _) = tenant
         .rotate_refresh_token(b"r2", "web", refresh(b"r3"), NOW + 6)
         .await
         .unwrap()
@@ -950,7 +950,7 @@ async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) 
     });
     let mut rotated = 0;
     for attempt in attempts.collect::<Vec<_>>() {
-        if let RefreshRotation::Rotated(_) = attempt.await.unwrap() {
+        if let RefreshRotation::Rotated(_, _) = attempt.await.unwrap() {
             rotated += 1;
         }
     }

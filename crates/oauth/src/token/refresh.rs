@@ -49,11 +49,11 @@ pub async fn refresh(
         token_hash: &next_hash,
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     };
-    let grant = match tenant
+    let (grant, user) = match tenant
         .rotate_refresh_token(&token_hash, &client.client_id, next, now)
         .await?
     {
-        RefreshRotation::Rotated(grant) => grant,
+        RefreshRotation::Rotated(grant, user) => (grant, user),
         RefreshRotation::Reused { grant_id } => {
             tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "refresh token reused: its grant is revoked");
             let event = Event::GrantRevoked {
@@ -74,10 +74,6 @@ pub async fn refresh(
         Some(requested) => narrowed_scope(requested, &grant.scope)?,
         None => grant.scope.clone(),
     };
-    let user = tenant
-        .find_user(&grant.user_id)
-        .await?
-        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
     let issue = Issue {
         tenant: tenant_id.as_str(),
         grant: &grant,
