@@ -21,6 +21,11 @@ pub struct Cli {
     )]
     pub database_url: String,
 
+    /// A TOML file placing tenants on other databases (`[shards] name = "URL"`,
+    /// `[tenants] tenant = "name"`); unlisted tenants use --database-url.
+    #[arg(long, env = "FIELDAUTH_SHARDS", global = true)]
+    pub shards: Option<std::path::PathBuf>,
+
     /// Log format: `human` for people, `json` for log collectors.
     #[arg(long, env = "FIELDAUTH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
     pub log_format: LogFormat,

@@ -10,6 +10,7 @@ mod keys;
 pub mod provision;
 mod report;
 pub mod serve;
+mod shards;
 pub mod telemetry;
 
 use std::io::Read;
@@ -34,7 +35,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     if let Command::Serve(args) | Command::Demo(args) = &cli.command {
         // Settings are checked before anything touches the database.
         let config = ServeConfig::from_args(args)?;
-        let store = open_store(&cli.database_url).await?;
+        let store = open_store(&cli).await?;
         let demo = matches!(cli.command, Command::Demo(_));
         return serve_until_signal(&config, store, demo, &random).await;
     }
@@ -43,7 +44,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         print!("{}", api::sdl());
         return Ok(());
     }
-    let store = open_store(&cli.database_url).await?;
+    let store = open_store(&cli).await?;
     let now = clock.now();
     let (report, json) = match cli.command {
         Command::Serve(_) | Command::Demo(_) | Command::Api(_) => return Ok(()), // handled above
@@ -120,10 +121,16 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn open_store(url: &str) -> anyhow::Result<Store> {
-    Store::connect(url)
+async fn open_store(cli: &cli::Cli) -> anyhow::Result<Store> {
+    let Some(path) = &cli.shards else {
+        return Store::connect(&cli.database_url)
+            .await
+            .context("cannot open the database (--database-url)");
+    };
+    let map = shards::load(path)?;
+    Store::connect_sharded(&cli.database_url, &map)
         .await
-        .context("cannot open the database (--database-url)")
+        .context("cannot open the databases (--database-url, --shards)")
 }
 
 async fn serve_until_signal(

@@ -23,6 +23,7 @@ mod node_support;
 mod nodes;
 mod refresh;
 mod revoke;
+mod shards;
 mod signin;
 mod startup;
 mod token;
