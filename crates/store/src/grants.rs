@@ -3,9 +3,10 @@
 //! every token it issued. Redemption and rotation are single conditional updates, so two
 //! concurrent attempts can never both succeed, on one node or several.
 
+use crate::code_exchange::CodeExchange;
 use crate::codes::AuthorizationCode;
 use crate::error::StoreError;
-use crate::tenant::TenantStore;
+use crate::tenant::{TenantStore, Transaction};
 use crate::users::User;
 use crate::UnixTime;
 
@@ -82,31 +83,18 @@ const GRANT_COLUMNS: &str =
     "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at";
 
 impl TenantStore<'_> {
-    /// Marks a code redeemed, once. Every later attempt learns it was replayed.
+    /// Marks a code redeemed, once, and commits. Every later attempt learns it was replayed.
+    /// The token endpoint uses [`TenantStore::begin_code_exchange`], which keeps the
+    /// transaction open for the grant.
     pub async fn redeem_authorization_code(
         &self,
         code_hash: &[u8],
         now: UnixTime,
     ) -> Result<CodeRedemption, StoreError> {
-        let redeemed: Option<AuthorizationCode> = sqlx::query_as(
-            "UPDATE authorization_codes SET redeemed_at = $1 \
-             WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
-             RETURNING client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
-               code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id",
-        )
-        .bind(now)
-        .bind(self.id_str())
-        .bind(code_hash.to_vec())
-        .fetch_optional(self.pool())
-        .await?;
-        if let Some(code) = redeemed {
-            return Ok(CodeRedemption::Redeemed(Box::new(code)));
-        }
-        Ok(match self.find_authorization_code(code_hash).await? {
-            Some(code) => CodeRedemption::Replayed {
-                grant_id: code.grant_id,
-            },
-            None => CodeRedemption::Unknown,
+        Ok(match self.begin_code_exchange(code_hash, now).await? {
+            CodeExchange::Redeemed(code) => CodeRedemption::Redeemed(Box::new(code.spend().await?)),
+            CodeExchange::Replayed { grant_id } => CodeRedemption::Replayed { grant_id },
+            CodeExchange::Unknown => CodeRedemption::Unknown,
         })
     }
 
@@ -120,38 +108,7 @@ impl TenantStore<'_> {
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        sqlx::query(
-            "INSERT INTO grants (tenant_id, grant_id, client_id, user_id, organization_guid, scope, \
-             auth_time, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(self.id_str())
-        .bind(grant.grant_id)
-        .bind(grant.client_id)
-        .bind(grant.user_id)
-        .bind(grant.organization_guid)
-        .bind(grant.scope)
-        .bind(grant.auth_time)
-        .bind(now)
-        .execute(self.in_tx(&mut tx))
-        .await?;
-        if let Some(token) = refresh_token {
-            insert_refresh_token(
-                self.in_tx(&mut tx),
-                self.id_str(),
-                grant.grant_id,
-                token,
-                now,
-            )
-            .await?;
-        }
-        sqlx::query(
-            "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
-        )
-        .bind(grant.grant_id)
-        .bind(self.id_str())
-        .bind(code_hash.to_vec())
-        .execute(self.in_tx(&mut tx))
-        .await?;
+        insert_grant(*self, &mut tx, grant, refresh_token, code_hash, now).await?;
         self.commit(tx).await?;
         Ok(())
     }
@@ -284,6 +241,50 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?)
     }
+}
+
+/// The grant's rows: the grant, its first refresh token, and the code's link to it.
+pub(crate) async fn insert_grant(
+    tenant: TenantStore<'_>,
+    tx: &mut Transaction,
+    grant: &NewGrant<'_>,
+    refresh_token: Option<NewRefreshToken<'_>>,
+    code_hash: &[u8],
+    now: UnixTime,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO grants (tenant_id, grant_id, client_id, user_id, organization_guid, scope, \
+         auth_time, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(tenant.id_str())
+    .bind(grant.grant_id)
+    .bind(grant.client_id)
+    .bind(grant.user_id)
+    .bind(grant.organization_guid)
+    .bind(grant.scope)
+    .bind(grant.auth_time)
+    .bind(now)
+    .execute(tenant.in_tx(tx))
+    .await?;
+    if let Some(token) = refresh_token {
+        insert_refresh_token(
+            tenant.in_tx(tx),
+            tenant.id_str(),
+            grant.grant_id,
+            token,
+            now,
+        )
+        .await?;
+    }
+    sqlx::query(
+        "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
+    )
+    .bind(grant.grant_id)
+    .bind(tenant.id_str())
+    .bind(code_hash.to_vec())
+    .execute(tenant.in_tx(tx))
+    .await?;
+    Ok(())
 }
 
 async fn insert_refresh_token(

@@ -3,7 +3,7 @@
 
 use axum::http::HeaderMap;
 use jose::UnixTime;
-use store::{CodeRedemption, Grant, NewGrant, NewRefreshToken};
+use store::{AuthorizationCode, CodeExchange, Grant, NewGrant, NewRefreshToken, TenantId};
 use subtle::ConstantTimeEq;
 
 use super::client_auth::authenticate_client;
@@ -32,47 +32,28 @@ pub async fn exchange_code(
     let client = authenticate_client(&tenant, headers, params).await?;
 
     let code_hash = hash_secret(secret);
-    let code = match tenant.redeem_authorization_code(&code_hash, now).await? {
-        CodeRedemption::Redeemed(code) => code,
-        CodeRedemption::Replayed { grant_id } => {
+    let redeemed = match tenant.begin_code_exchange(&code_hash, now).await? {
+        CodeExchange::Redeemed(redeemed) => redeemed,
+        CodeExchange::Replayed { grant_id } => {
             if let Some(grant_id) = grant_id {
-                if tenant
-                    .revoke_grant(&grant_id, "authorization code replayed", now)
-                    .await?
-                {
-                    tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "authorization code replayed: its grant is revoked");
-                    let event = Event::GrantRevoked {
-                        client_id: &client.client_id,
-                        grant_id: &grant_id,
-                        reason: RevokeReason::code_replay,
-                    };
-                    state.record(&tenant_id, event, now).await;
-                }
+                revoke_for_replay(state, &tenant_id, &client.client_id, &grant_id, now).await?;
             }
             return Err(OAuthError::InvalidGrant("the code was already used"));
         }
-        CodeRedemption::Unknown => return Err(OAuthError::InvalidGrant("the code is not valid")),
+        CodeExchange::Unknown => return Err(OAuthError::InvalidGrant("the code is not valid")),
     };
-    // Checked after the code is used up: a failed attempt still spends it.
-    if code.client_id != client.client_id {
-        return Err(OAuthError::InvalidGrant(
-            "the code was issued to another client",
-        ));
+    // A failed check still spends the code (committed alone), so it cannot be tried again.
+    if let Err(refusal) = check_code(
+        redeemed.code(),
+        &client.client_id,
+        redirect_uri,
+        verifier,
+        now,
+    ) {
+        redeemed.spend().await?;
+        return Err(refusal);
     }
-    if code.redirect_uri != redirect_uri {
-        return Err(OAuthError::InvalidGrant(
-            "redirect_uri differs from the authorization request",
-        ));
-    }
-    if code.expires_at <= now {
-        return Err(OAuthError::InvalidGrant("the code has expired"));
-    }
-    check_verifier(verifier, &code.code_challenge)?;
-
-    let user = tenant
-        .find_user(&code.user_id)
-        .await?
-        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
+    let code = redeemed.code().clone();
     let grant_id = state.random.uuid_v4()?;
     let offline = code
         .scope
@@ -95,9 +76,11 @@ pub async fn exchange_code(
         token_hash: hash,
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     });
-    tenant
-        .create_grant(&new_grant, first, &code_hash, now)
-        .await?;
+    // One commit: the code is spent only together with the grant that it issues.
+    let user = redeemed
+        .issue(&new_grant, first, now)
+        .await?
+        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
     let grant = Grant {
         grant_id: grant_id.clone(),
         client_id: code.client_id.clone(),
@@ -118,6 +101,56 @@ pub async fn exchange_code(
     };
     tracing::info!(tenant = %tenant_id, client_id = %client.client_id, sub = %user.user_id, "authorization code exchanged");
     issue::mint(state, issue, now).await
+}
+
+/// RFC 6749 §10.5: a replayed code revokes what its first redemption issued.
+async fn revoke_for_replay(
+    state: &OAuthState,
+    tenant_id: &TenantId,
+    client_id: &str,
+    grant_id: &str,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
+    let revoked = state
+        .store
+        .tenant(tenant_id)
+        .revoke_grant(grant_id, "authorization code replayed", now)
+        .await?;
+    if revoked {
+        tracing::warn!(tenant = %tenant_id, client_id, "authorization code replayed: its grant is revoked");
+        let event = Event::GrantRevoked {
+            client_id,
+            grant_id,
+            reason: RevokeReason::code_replay,
+        };
+        state.record(tenant_id, event, now).await;
+    }
+    Ok(())
+}
+
+/// RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is this client's, for this redirect URI,
+/// unexpired, and the verifier matches its challenge.
+fn check_code(
+    code: &AuthorizationCode,
+    client_id: &str,
+    redirect_uri: &str,
+    verifier: &str,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
+    if code.client_id != client_id {
+        return Err(OAuthError::InvalidGrant(
+            "the code was issued to another client",
+        ));
+    }
+    if code.redirect_uri != redirect_uri {
+        return Err(OAuthError::InvalidGrant(
+            "redirect_uri differs from the authorization request",
+        ));
+    }
+    if code.expires_at <= now {
+        return Err(OAuthError::InvalidGrant("the code has expired"));
+    }
+    check_verifier(verifier, &code.code_challenge)
 }
 
 /// RFC 7636 §4.1 and §4.6: 43 to 128 unreserved characters whose S256 is the challenge.
