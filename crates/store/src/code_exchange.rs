@@ -15,7 +15,7 @@ use crate::UnixTime;
 #[derive(Debug)]
 pub enum CodeExchange<'a> {
     /// First use: the code, marked redeemed in a transaction still open.
-    Redeemed(RedeemedCode<'a>),
+    Redeemed(Box<RedeemedCode<'a>>),
     /// Used before: the grant its first use created, if any, to revoke (RFC 6749 §10.5).
     Replayed {
         grant_id: Option<String>,
@@ -53,12 +53,12 @@ impl TenantStore<'_> {
         .fetch_optional(self.in_tx(&mut tx))
         .await?;
         if let Some(code) = redeemed {
-            return Ok(CodeExchange::Redeemed(RedeemedCode {
+            return Ok(CodeExchange::Redeemed(Box::new(RedeemedCode {
                 tenant: *self,
                 tx,
                 code_hash: code_hash.to_vec(),
                 code,
-            }));
+            })));
         }
         tx.rollback().await?;
         Ok(match self.find_authorization_code(code_hash).await? {

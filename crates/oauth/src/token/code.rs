@@ -33,7 +33,7 @@ pub async fn exchange_code(
 
     let code_hash = hash_secret(secret);
     let redeemed = match tenant.begin_code_exchange(&code_hash, now).await? {
-        CodeExchange::Redeemed(redeemed) => redeemed,
+        CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed { grant_id } => {
             if let Some(grant_id) = grant_id {
                 revoke_for_replay(state, &tenant_id, &client.client_id, &grant_id, now).await?;
