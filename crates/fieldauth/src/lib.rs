@@ -7,6 +7,7 @@ pub mod demo;
 pub mod demo_records;
 mod health;
 mod keys;
+pub mod metrics;
 pub mod provision;
 mod report;
 pub mod serve;

@@ -12,12 +12,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use jose::Clock;
 use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
+use prometheus_client::registry::Registry;
 use store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::ServeConfig;
+use crate::metrics::{self, HttpMetrics};
 use crate::{health, telemetry};
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
@@ -80,8 +82,15 @@ pub async fn start_on(
         Arc::clone(&reload_clock),
     )
     .context("cannot prepare the API")?;
-    let auth_router = listener_router(oauth::router(oauth_state), &store);
-    let api_router = listener_router(api::router(api_state), &store);
+    let http_metrics = HttpMetrics::default();
+    let registry = metrics::registry(&http_metrics, oauth_state.metrics(), &store);
+    let common = Common {
+        store: &store,
+        registry: &registry,
+        http_metrics: &http_metrics,
+    };
+    let auth_router = common.router(oauth::router(oauth_state), "auth");
+    let api_router = common.router(api::router(api_state), "api");
 
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
@@ -127,12 +136,26 @@ async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot listen on {addr} ({flag})"))
 }
 
-fn listener_router(routes: Router, store: &Store) -> Router {
-    let router = routes
-        .merge(health::router(store.clone()))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
-        .layer(axum::middleware::from_fn(deadline));
-    telemetry::http_layers(router)
+/// What both listeners serve besides their own routes, and the layers around them.
+struct Common<'a> {
+    store: &'a Store,
+    registry: &'a Arc<Registry>,
+    http_metrics: &'a HttpMetrics,
+}
+
+impl Common<'_> {
+    fn router(&self, routes: Router, listener: &'static str) -> Router {
+        let router = routes
+            .merge(health::router(self.store.clone()))
+            .merge(metrics::router(Arc::clone(self.registry)))
+            .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+            .layer(axum::middleware::from_fn(deadline))
+            .layer(axum::middleware::from_fn_with_state(
+                (self.http_metrics.clone(), listener),
+                metrics::track,
+            ));
+        telemetry::http_layers(router)
+    }
 }
 
 /// The most a request may take. The pool gives up waiting for a connection after 5 s, but a
@@ -141,8 +164,12 @@ fn listener_router(routes: Router, store: &Store) -> Router {
 /// back, so nothing is half-written), and the client is told to retry.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
+/// What a 503 tells clients to wait before they retry (RFC 9110 §10.2.3): about the time the
+/// pool takes to give up on a database that does not answer.
+const RETRY_AFTER_SECONDS: &str = "5";
+
 async fn deadline(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
+    let mut response = match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!("request deadline passed: answered 503");
@@ -156,7 +183,14 @@ async fn deadline(request: axum::extract::Request, next: axum::middleware::Next)
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             response
         }
+    };
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .entry(header::RETRY_AFTER)
+            .or_insert(HeaderValue::from_static(RETRY_AFTER_SECONDS));
     }
+    response
 }
 
 async fn run_listener(

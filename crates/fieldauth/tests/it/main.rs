@@ -19,6 +19,7 @@ mod discovery;
 mod faults;
 mod flow;
 mod keys;
+mod metrics;
 mod node_support;
 mod nodes;
 mod refresh;

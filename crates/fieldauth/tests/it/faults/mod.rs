@@ -21,6 +21,7 @@ use crate::refresh::refresh;
 
 mod burst;
 mod commit;
+mod exchange;
 mod partition;
 mod stopped;
 
@@ -102,6 +103,8 @@ async fn assert_temporarily_unavailable(response: reqwest::Response, what: &str)
     assert_eq!(status, 503, "{what}: {body}");
     assert_eq!(headers["content-type"], "application/json", "{what}");
     assert_eq!(headers["cache-control"], "no-store", "{what}");
+    // RFC 9110 §15.6.4: a 503 may say when to come back.
+    assert_eq!(headers["retry-after"], "5", "{what}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"], "temporarily_unavailable", "{what}: {body}");
     let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
