@@ -47,12 +47,13 @@ struct Entry {
     kid: Option<String>,
 }
 
-/// Where an event comes from. The derived order is the tie-break within one second: the
-/// tenant's own events before the issuer's key events.
+/// Where an event comes from. The derived order is the tie-break within one second: key
+/// events first, since a key exists before any token it signs (a node makes its first key
+/// before it serves, often in the same second as the first sign-in).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Source {
-    Tenant,
     Key,
+    Tenant,
 }
 
 impl Entry {
@@ -97,7 +98,7 @@ impl Entry {
     }
 }
 
-/// Orders both sources by time, then tenant events before key events in the same second,
+/// Orders both sources by time, then key events before tenant events in the same second,
 /// then by the order each source wrote them; keeps the newest `limit`, oldest first. Each
 /// source holds its own newest `limit` at most, so the newest `limit` overall are among them.
 fn merge(events: Vec<AuditEvent>, keys: Vec<KeyEvent>, limit: usize) -> Vec<Entry> {
@@ -205,7 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn merges_by_time_with_tenant_events_first_within_a_second() {
+    fn merges_by_time_with_key_events_first_within_a_second() {
         let events = vec![
             audit(1, 100, "signin.succeeded"),
             audit(2, 200, "consent.given"),
@@ -218,15 +219,15 @@ mod tests {
             [
                 (50, "key.created"),
                 (100, "signin.succeeded"),
+                (200, "key.created"),
                 (200, "consent.given"),
                 (200, "grant.revoked"),
-                (200, "key.created"),
                 (300, "key.created"),
             ]
         );
-        assert_eq!(merged[4].kid.as_deref(), Some("k2"));
-        assert_eq!(merged[4].detail.as_deref(), Some("kid k2"));
-        assert_eq!(merged[4].subject, None);
+        assert_eq!(merged[2].kid.as_deref(), Some("k2"));
+        assert_eq!(merged[2].detail.as_deref(), Some("kid k2"));
+        assert_eq!(merged[2].subject, None);
     }
 
     #[test]
