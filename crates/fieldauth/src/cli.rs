@@ -68,6 +68,9 @@ pub enum Command {
     /// The GraphQL API.
     #[command(subcommand)]
     Api(ApiCommand),
+    /// The audit trail: sign-ins, consents, revoked grants and signing-key events.
+    #[command(subcommand)]
+    Audit(AuditCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,6 +232,22 @@ pub enum KeysCommand {
     /// Remove a key from the JWKS (not the one signing now).
     Retire {
         kid: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// List a tenant's newest events, oldest first, with the issuer's signing-key events
+    /// (the keys sign every tenant's tokens).
+    List {
+        #[arg(long)]
+        tenant: String,
+        /// How many events, at most: the newest ones (1 to 10000).
+        #[arg(long, default_value_t = 100,
+              value_parser = clap::value_parser!(u16).range(1..=10000))]
+        limit: u16,
         #[arg(long)]
         json: bool,
     },

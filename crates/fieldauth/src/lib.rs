@@ -1,6 +1,7 @@
 //! The `fieldauth` binary's library: command line, configuration, wiring and the operator's
 //! commands. `main.rs` only parses, installs logging and reports the outcome.
 
+mod audit;
 pub mod cli;
 pub mod config;
 pub mod demo;
@@ -24,7 +25,8 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    ApiCommand, ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand, UserCommand,
+    ApiCommand, AuditCommand, ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand,
+    UserCommand,
 };
 use crate::config::ServeConfig;
 use crate::provision::{ClientRequest, UserRequest};
@@ -116,6 +118,11 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Command::Keys(KeysCommand::Retire { kid, json }) => {
             (keys::retire(&store, &kid, now).await?, json)
         }
+        Command::Audit(AuditCommand::List {
+            tenant,
+            limit,
+            json,
+        }) => (audit::list(&store, &tenant, limit).await?, json),
     };
     store.close().await;
     report.print(json);

@@ -8,6 +8,7 @@ mod api;
 mod api_access;
 mod api_areas;
 mod api_support;
+mod audit;
 mod authorize;
 mod browser;
 mod browser_flow;

@@ -260,8 +260,16 @@ pub async fn prepare(db: &TestDatabase) {
         .insert_signing_key(&key.kid, &key.pkcs8_der, now - 86_400)
         .await
         .unwrap();
-    let tenant_id = TenantId::parse(TENANT).unwrap();
-    store.create_tenant(&tenant_id, "Acme", 0).await.unwrap();
+    store.close().await;
+    prepare_tenant(db, TENANT, "Acme").await;
+}
+
+/// Migrates the schema and seeds `tenant` as `prepare` seeds `acme` (client `spa`, alice in
+/// Alpha and Bravo), without a signing key: for a shard, which holds tenants only.
+pub async fn prepare_tenant(db: &TestDatabase, tenant: &str, name: &str) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let tenant_id = TenantId::parse(tenant).unwrap();
+    store.create_tenant(&tenant_id, name, 0).await.unwrap();
     let tenant = store.tenant(&tenant_id);
     let uris = [REDIRECT_URI.to_owned()];
     let scopes: Vec<String> = ["openid", "profile", "email", "offline_access", "jobs"]
@@ -304,9 +312,14 @@ fn signing_key() -> &'static jose::GeneratedKey {
 
 /// An authorization request of the public client `spa` at the node `base`.
 pub fn authorize_url(base: &str, scope: &str) -> String {
+    authorize_url_of(base, TENANT, scope)
+}
+
+/// An authorization request of `tenant`'s public client `spa` at the node `base`.
+pub fn authorize_url_of(base: &str, tenant: &str, scope: &str) -> String {
     let mut url = url::Url::parse(&format!("{base}/oauth/authorize")).unwrap();
     url.query_pairs_mut().extend_pairs([
-        ("tenant", TENANT),
+        ("tenant", tenant),
         ("response_type", "code"),
         ("client_id", CLIENT_ID),
         ("redirect_uri", REDIRECT_URI),
@@ -370,13 +383,18 @@ pub async fn allow(
 
 /// A code for alice and Alpha with `scope` (all of it approved), every step at `base`.
 pub async fn code_at(base: &str, scope: &str) -> String {
+    code_of(base, TENANT, scope).await
+}
+
+/// A code of `tenant` for alice and Alpha with `scope`, every step at `base`.
+pub async fn code_of(base: &str, tenant: &str, scope: &str) -> String {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .cookie_store(true)
         .build()
         .unwrap();
     let page = browser
-        .get(authorize_url(base, scope))
+        .get(authorize_url_of(base, tenant, scope))
         .send()
         .await
         .unwrap();

@@ -26,7 +26,7 @@ async fn sign_in_page(app: &TestApp, browser: &reqwest::Client) -> String {
         .unwrap()
 }
 
-async fn attempt(
+pub(crate) async fn attempt(
     app: &TestApp,
     browser: &reqwest::Client,
     username: &str,
