@@ -231,6 +231,8 @@ pub enum KeysCommand {
     },
     /// Remove a key from the JWKS (not the one signing now).
     Retire {
+        /// A kid is base64url, so it may begin with '-'; it is still the kid, not a flag.
+        #[arg(allow_hyphen_values = true)]
         kid: String,
         #[arg(long)]
         json: bool,
@@ -251,4 +253,20 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kid_that_begins_with_a_dash_is_a_kid() {
+        let cli = Cli::try_parse_from(["fieldauth", "keys", "retire", "-pQ2x_k", "--json"]);
+        match cli.map(|c| c.command) {
+            Ok(Command::Keys(KeysCommand::Retire { kid, json })) => {
+                assert_eq!((kid.as_str(), json), ("-pQ2x_k", true));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
 }

@@ -13,11 +13,19 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
+const QUIET_NOTICES: &str = "sqlx::postgres::notice=warn";
+
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 pub fn init(format: LogFormat, filter: &str) -> anyhow::Result<()> {
-    let filter =
+    let mut parsed =
         EnvFilter::try_new(filter).map_err(|e| anyhow::anyhow!("--log {filter:?}: {e}"))?;
+    // PostgreSQL's notices at migration ("relation _sqlx_migrations already exists, skipping")
+    // would open every command's output; a filter that names sqlx decides for itself.
+    if !filter.contains("sqlx") {
+        parsed = parsed.add_directive(QUIET_NOTICES.parse()?);
+    }
+    let filter = parsed;
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -97,6 +97,28 @@ impl Drop for Serving {
 
 /// `fieldauth serve` on `db` with JSON logs on loopback ports: the process, the rest of its
 /// stderr, the auth listener's address, and the lines logged up to `listening`.
+/// A provisioning command's stderr is for its errors: on PostgreSQL the migrator's notices
+/// ("relation _sqlx_migrations already exists, skipping") must not fill it on every run.
+#[tokio::test]
+async fn commands_on_postgres_print_nothing_to_stderr() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    for run in ["first", "second"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_fieldauth"))
+            .args(["--database-url", &db.url, "tenant", "list"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{run} run");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "",
+            "stderr of the {run} run"
+        );
+    }
+}
+
 fn serve_json_logs(
     db: &TestDatabase,
 ) -> (
