@@ -187,6 +187,8 @@ impl Browser {
         loop {
             match page.tag_name().await {
                 Err(e) if e.is_stale_element_reference() => break,
+                // Under load Chromium may report the same thing as an inspector error.
+                Err(e) if e.to_string().contains("does not belong to the document") => break,
                 Err(e) => panic!("after clicking {text:?}: {e}"),
                 Ok(_) if Instant::now() > deadline => {
                     panic!("clicking {text:?} loaded no new page within {PAGE_LOAD:?}")
