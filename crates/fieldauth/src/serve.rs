@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -149,7 +150,7 @@ impl Common<'_> {
             .merge(health::router(self.store.clone()))
             .merge(metrics::router(Arc::clone(self.registry)))
             .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
-            .layer(axum::middleware::from_fn(deadline))
+            .layer(axum::middleware::from_fn_with_state(listener, deadline))
             .layer(axum::middleware::from_fn_with_state(
                 (self.http_metrics.clone(), listener),
                 metrics::track,
@@ -168,21 +169,21 @@ const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// pool takes to give up on a database that does not answer.
 const RETRY_AFTER_SECONDS: &str = "5";
 
-async fn deadline(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+async fn deadline(
+    State(listener): State<&'static str>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path().to_owned();
     let mut response = match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
         Ok(response) => response,
-        Err(_) => {
+        // Each listener answers in its own protocol's words; the auth listener logs the
+        // error itself.
+        Err(_) if listener == "api" => {
             tracing::warn!("request deadline passed: answered 503");
-            let body = r#"{"error":"temporarily_unavailable"}"#;
-            let mut response = (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
+            api::ApiError::Unavailable.into_response()
         }
+        Err(_) => oauth::timed_out(&path),
     };
     if response.status() == StatusCode::SERVICE_UNAVAILABLE {
         response

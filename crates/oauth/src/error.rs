@@ -65,6 +65,9 @@ pub enum OAuthError {
     Jose(#[from] jose::JoseError),
     #[error("storage failure")]
     Store(#[from] store::StoreError),
+    /// The binary's request deadline passed (a database that stopped answering mid-request).
+    #[error("the request deadline passed")]
+    TimedOut,
 }
 
 /// How an error goes out as JSON: status, RFC error code, description, challenge.
@@ -133,7 +136,7 @@ impl OAuthError {
                     &format!("the {scope} scope is needed"),
                 )
             },
-            OAuthError::Store(store::StoreError::Unavailable(_)) => {
+            OAuthError::Store(store::StoreError::Unavailable(_)) | OAuthError::TimedOut => {
                 server(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
             }
             OAuthError::InvalidIssuer(_)

@@ -45,6 +45,16 @@ pub use state::{OAuthConfig, OAuthState, SignInSettings};
 pub use throttle::ThrottlePolicy;
 pub use username::Username;
 
+/// The answer to a request of the auth listener that ran out of time: the error page on the
+/// pages a person sees, RFC 6749's `temporarily_unavailable` everywhere else.
+pub fn timed_out(path: &str) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match path {
+        paths::AUTHORIZE | paths::SIGNIN => pages::PageError(OAuthError::TimedOut).into_response(),
+        _ => OAuthError::TimedOut.into_response(),
+    }
+}
+
 /// The routes of the auth listener. Health, logging and request ids are added by the binary.
 pub fn router(state: OAuthState) -> Router {
     Router::new()

@@ -91,7 +91,7 @@ impl IntoResponse for PageError {
                 "Sign-in cannot continue",
                 "The request is not supported here.",
             ),
-            OAuthError::Store(store::StoreError::Unavailable(_)) => (
+            OAuthError::Store(store::StoreError::Unavailable(_)) | OAuthError::TimedOut => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Temporarily unavailable",
                 "The service cannot be reached right now. Try again in a moment.",

@@ -22,6 +22,22 @@ async fn a_partitioned_database_answers_503_within_bounded_time_then_recovers() 
     .await;
     eprintln!("refresh answered in {took:?} during the partition");
     assert_temporarily_unavailable(response, "refresh during a partition").await;
+    // A person on the sign-in page gets the error page, with the pages' headers.
+    let (page, took) = within(
+        PARTITION_LIMIT,
+        "authorization page during a partition",
+        get(&app, authorize_url(&app, &[])),
+    )
+    .await;
+    eprintln!("the authorization page answered in {took:?} during the partition");
+    assert_eq!(page.status(), 503, "authorization page during a partition");
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert_eq!(page.headers()["retry-after"], "5");
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Temporarily unavailable"), "{html}");
+    assert_no_internal_detail(&html, "authorization page during a partition");
     for base in [&app.issuer, &app.api_url] {
         let (ready, took) = within(
             PARTITION_LIMIT,
@@ -40,6 +56,7 @@ async fn a_partitioned_database_answers_503_within_bounded_time_then_recovers() 
     .await;
     eprintln!("the API answered in {took:?} during the partition");
     assert_eq!(response.status(), 503, "API during a partition");
+    assert_eq!(response.headers()["retry-after"], "5");
     let body: Value = response.json().await.unwrap();
     assert_eq!(
         body["errors"][0]["extensions"]["code"], "UNAVAILABLE",
@@ -90,5 +107,41 @@ async fn a_partition_in_the_middle_of_a_rotation_answers_503_within_bounded_time
         other => panic!("refresh partitioned mid-rotation: {other} {body}"),
     };
     assert_grant_live(&app, &issued.grant_id, &newest).await;
+    app.stop().await;
+}
+
+/// A partition that begins while a page's statement is on the wire: the request deadline
+/// answers, and in the page's own form (an HTML error page with the pages' headers), not
+/// with the token endpoint's JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_stalled_by_a_partition_answers_the_error_page_at_the_deadline() {
+    let Some((app, proxy)) = app_behind_proxy().await else {
+        return;
+    };
+    // The authorization request's client lookup; this server has not prepared it yet.
+    proxy.blackhole_at_statement("FROM clients");
+    let (page, took) = within(
+        PARTITION_LIMIT,
+        "authorization page stalled by a partition",
+        get(&app, authorize_url(&app, &[])),
+    )
+    .await;
+    assert!(
+        proxy.is_blackholed(),
+        "the page's statement reached the database"
+    );
+    eprintln!("the stalled page answered in {took:?}");
+    assert_eq!(page.status(), 503);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert_eq!(page.headers()["retry-after"], "5");
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Temporarily unavailable"), "{html}");
+    assert_no_internal_detail(&html, "a stalled page");
+    proxy.up().await;
+    until_ready(&app).await;
+    let page = get(&app, authorize_url(&app, &[])).await;
+    assert_eq!(page.status(), 200, "the page after the partition healed");
     app.stop().await;
 }
