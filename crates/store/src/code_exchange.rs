@@ -34,15 +34,17 @@ pub struct RedeemedCode<'a> {
 }
 
 impl TenantStore<'_> {
-    /// Marks a code redeemed, once, leaving the transaction open for the grant it issues.
+    /// Marks a code redeemed, once, naming the grant it will issue (so the link costs no
+    /// statement of its own), and leaves the transaction open for that grant.
     pub async fn begin_code_exchange(
         &self,
         code_hash: &[u8],
+        grant_id: &str,
         now: UnixTime,
     ) -> Result<CodeExchange<'_>, StoreError> {
         let mut tx = self.begin().await?;
         let redeemed: Option<AuthorizationCode> = sqlx::query_as(
-            "UPDATE authorization_codes SET redeemed_at = $1 \
+            "UPDATE authorization_codes SET redeemed_at = $1, grant_id = $4 \
              WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
              RETURNING client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
                code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id",
@@ -50,6 +52,7 @@ impl TenantStore<'_> {
         .bind(now)
         .bind(self.id_str())
         .bind(code_hash.to_vec())
+        .bind(grant_id)
         .fetch_optional(self.in_tx(&mut tx))
         .await?;
         if let Some(code) = redeemed {
@@ -76,15 +79,16 @@ impl RedeemedCode<'_> {
     }
 
     /// Commits the redemption alone: a code that failed a check is used up all the same, so
-    /// it cannot be tried again with other parameters.
-    pub async fn spend(self) -> Result<AuthorizationCode, StoreError> {
+    /// it cannot be tried again with other parameters. It issued no grant, so it names none.
+    pub async fn spend(mut self) -> Result<AuthorizationCode, StoreError> {
+        self.unlink().await?;
         self.tenant.commit(self.tx).await?;
         Ok(self.code)
     }
 
-    /// Records the grant, its first refresh token and the code's link to it, reads the
-    /// grant's user, and commits. `None` when the user no longer exists: the code is then
-    /// spent and no grant is written.
+    /// Records the grant (under the id the redemption named) and its first refresh token,
+    /// reads the grant's user, and commits. `None` when the user no longer exists: the code
+    /// is then spent and no grant is written.
     pub async fn issue(
         mut self,
         grant: &NewGrant<'_>,
@@ -95,18 +99,24 @@ impl RedeemedCode<'_> {
         let user = tenant
             .find_user_in(tenant.in_tx(&mut self.tx), grant.user_id)
             .await?;
-        if user.is_some() {
-            insert_grant(
-                tenant,
-                &mut self.tx,
-                grant,
-                refresh_token,
-                &self.code_hash,
-                now,
-            )
-            .await?;
+        match user {
+            Some(_) => insert_grant(tenant, &mut self.tx, grant, refresh_token, now).await?,
+            None => self.unlink().await?,
         }
         tenant.commit(self.tx).await?;
         Ok(user)
+    }
+
+    /// Clears the grant the redemption named, for a redemption that issues none.
+    async fn unlink(&mut self) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE authorization_codes SET grant_id = NULL WHERE tenant_id = $1 AND code_hash = $2",
+        )
+        .bind(self.tenant.id_str())
+        .bind(self.code_hash.clone())
+        .execute(self.tenant.in_tx(&mut self.tx))
+        .await?;
+        self.code.grant_id = None;
+        Ok(())
     }
 }

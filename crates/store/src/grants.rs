@@ -3,8 +3,6 @@
 //! every token it issued. Redemption and rotation are single conditional updates, so two
 //! concurrent attempts can never both succeed, on one node or several.
 
-use crate::code_exchange::CodeExchange;
-use crate::codes::AuthorizationCode;
 use crate::error::StoreError;
 use crate::tenant::{TenantStore, Transaction};
 use crate::users::User;
@@ -38,6 +36,18 @@ pub struct NewRefreshToken<'a> {
     pub expires_at: UnixTime,
 }
 
+/// A grant and the user it was issued to, read together by a rotation.
+#[derive(sqlx::FromRow)]
+struct GrantAndUser {
+    #[sqlx(flatten)]
+    grant: Grant,
+    username: String,
+    password_hash: String,
+    name: String,
+    email: String,
+    user_created_at: i64,
+}
+
 /// A stored refresh token and the grant it belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct RefreshToken {
@@ -52,18 +62,6 @@ impl RefreshToken {
     pub fn is_live(&self, now: UnixTime) -> bool {
         self.consumed_at.is_none() && self.expires_at > now && self.grant.revoked_at.is_none()
     }
-}
-
-/// What presenting a code found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CodeRedemption {
-    /// First use: the code, now marked redeemed.
-    Redeemed(Box<AuthorizationCode>),
-    /// Used before: the grant its first use created, if any, to revoke (RFC 6749 §10.5).
-    Replayed {
-        grant_id: Option<String>,
-    },
-    Unknown,
 }
 
 /// What presenting a refresh token found.
@@ -83,21 +81,6 @@ const GRANT_COLUMNS: &str =
     "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at";
 
 impl TenantStore<'_> {
-    /// Marks a code redeemed, once, and commits. Every later attempt learns it was replayed.
-    /// The token endpoint uses [`TenantStore::begin_code_exchange`], which keeps the
-    /// transaction open for the grant.
-    pub async fn redeem_authorization_code(
-        &self,
-        code_hash: &[u8],
-        now: UnixTime,
-    ) -> Result<CodeRedemption, StoreError> {
-        Ok(match self.begin_code_exchange(code_hash, now).await? {
-            CodeExchange::Redeemed(code) => CodeRedemption::Redeemed(Box::new(code.spend().await?)),
-            CodeExchange::Replayed { grant_id } => CodeRedemption::Replayed { grant_id },
-            CodeExchange::Unknown => CodeRedemption::Unknown,
-        })
-    }
-
     /// Records the grant a redeemed code issued, its first refresh token if any, and the
     /// code's link to it, in one transaction.
     pub async fn create_grant(
@@ -108,7 +91,15 @@ impl TenantStore<'_> {
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        insert_grant(*self, &mut tx, grant, refresh_token, code_hash, now).await?;
+        insert_grant(*self, &mut tx, grant, refresh_token, now).await?;
+        sqlx::query(
+            "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
+        )
+        .bind(grant.grant_id)
+        .bind(self.id_str())
+        .bind(code_hash.to_vec())
+        .execute(self.in_tx(&mut tx))
+        .await?;
         self.commit(tx).await?;
         Ok(())
     }
@@ -182,23 +173,33 @@ impl TenantStore<'_> {
             return self.diagnose_refusal(token_hash, now).await;
         };
         insert_refresh_token(self.in_tx(&mut tx), self.id_str(), &grant_id, next, now).await?;
-        let grant: Grant = sqlx::query_as(&format!(
-            "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant_id = $1 AND grant_id = $2"
-        ))
+        // The grant and its user in one read: what the new tokens say.
+        let found: Option<GrantAndUser> = sqlx::query_as(
+            "SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
+               g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
+               u.name, u.email, u.created_at AS user_created_at \
+             FROM grants g JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+             WHERE g.tenant_id = $1 AND g.grant_id = $2",
+        )
         .bind(self.id_str())
         .bind(&grant_id)
-        .fetch_one(self.in_tx(&mut tx))
+        .fetch_optional(self.in_tx(&mut tx))
         .await?;
-        let Some(user) = self
-            .find_user_in(self.in_tx(&mut tx), &grant.user_id)
-            .await?
-        else {
+        let Some(found) = found else {
             // The user is gone: the token stays unspent and the grant answers nothing.
             tx.rollback().await?;
             return Ok(RefreshRotation::Refused);
         };
         self.commit(tx).await?;
-        Ok(RefreshRotation::Rotated(grant, Box::new(user)))
+        let user = User {
+            user_id: found.grant.user_id.clone(),
+            username: found.username,
+            password_hash: found.password_hash,
+            name: found.name,
+            email: found.email,
+            created_at: found.user_created_at,
+        };
+        Ok(RefreshRotation::Rotated(found.grant, Box::new(user)))
     }
 
     /// Why a rotation did not happen; a consumed token is reuse and revokes its grant.
@@ -243,13 +244,12 @@ impl TenantStore<'_> {
     }
 }
 
-/// The grant's rows: the grant, its first refresh token, and the code's link to it.
+/// A grant's rows: the grant and its first refresh token.
 pub(crate) async fn insert_grant(
     tenant: TenantStore<'_>,
     tx: &mut Transaction,
     grant: &NewGrant<'_>,
     refresh_token: Option<NewRefreshToken<'_>>,
-    code_hash: &[u8],
     now: UnixTime,
 ) -> Result<(), StoreError> {
     sqlx::query(
@@ -276,14 +276,6 @@ pub(crate) async fn insert_grant(
         )
         .await?;
     }
-    sqlx::query(
-        "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
-    )
-    .bind(grant.grant_id)
-    .bind(tenant.id_str())
-    .bind(code_hash.to_vec())
-    .execute(tenant.in_tx(tx))
-    .await?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use store::testing::TestDatabase;
 use store::{
-    ClientType, CodeRedemption, Entity, FailureSubject, NewAuthorizationCode,
+    ClientType, CodeExchange, Entity, FailureSubject, NewAuthorizationCode,
     NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation, Store,
     StoreError, TenantId,
 };
@@ -765,57 +765,124 @@ fn refresh(token_hash: &[u8]) -> NewRefreshToken<'_> {
 async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
-    tenant
-        .create_authorization_code(&code(b"c1"), NOW)
-        .await
-        .unwrap();
-    let CodeRedemption::Redeemed(redeemed) = tenant
-        .redeem_authorization_code(b"c1", NOW + 1)
+    let replayed = |exchange: CodeExchange<'_>| match exchange {
+        CodeExchange::Replayed { grant_id } => grant_id,
+        other => panic!("expected a replay, got {other:?}"),
+    };
+    for hash in [b"c1", b"c2", b"c3"] {
+        tenant
+            .create_authorization_code(&code(hash), NOW)
+            .await
+            .unwrap();
+    }
+
+    // A redemption rolled back (dropped, as when the database goes mid-way) spends nothing.
+    let CodeExchange::Redeemed(dropped) = tenant
+        .begin_code_exchange(b"c1", "g0", NOW + 1)
         .await
         .unwrap()
     else {
         panic!("first redemption must succeed");
     };
+    drop(dropped);
+
+    // A redemption that fails its checks is spent alone and names no grant.
+    let CodeExchange::Redeemed(redeemed) = tenant
+        .begin_code_exchange(b"c1", "g0", NOW + 1)
+        .await
+        .unwrap()
+    else {
+        panic!("the rolled-back code is still usable");
+    };
     assert_eq!(
-        (redeemed.redeemed_at, redeemed.nonce.as_deref()),
+        (
+            redeemed.code().redeemed_at,
+            redeemed.code().nonce.as_deref()
+        ),
         (Some(NOW + 1), Some("n"))
     );
+    let spent = redeemed.spend().await.unwrap();
+    assert_eq!(spent.grant_id, None);
     assert_eq!(
-        tenant
-            .redeem_authorization_code(b"c1", NOW + 2)
-            .await
-            .unwrap(),
-        CodeRedemption::Replayed { grant_id: None }
+        replayed(
+            tenant
+                .begin_code_exchange(b"c1", "gx", NOW + 2)
+                .await
+                .unwrap()
+        ),
+        None
     );
+    assert!(tenant.find_grant("g0").await.unwrap().is_none());
+
+    // A redemption that issues writes the grant and its first refresh token in its commit;
+    // a replay names that grant.
+    let CodeExchange::Redeemed(redeemed) = tenant
+        .begin_code_exchange(b"c2", "g2", NOW + 3)
+        .await
+        .unwrap()
+    else {
+        panic!("c2 redeems");
+    };
+    let user = redeemed
+        .issue(&grant("g2"), Some(refresh(b"r2")), NOW + 3)
+        .await
+        .unwrap()
+        .expect("the code's user exists");
+    assert_eq!(user.user_id, "u1");
+    assert_eq!(
+        replayed(
+            tenant
+                .begin_code_exchange(b"c2", "gx", NOW + 4)
+                .await
+                .unwrap()
+        ),
+        Some("g2".into())
+    );
+    let token = tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
+    assert_eq!(
+        (token.grant.grant_id.as_str(), token.grant.created_at),
+        ("g2", NOW + 3)
+    );
+
+    // The test helper's path links a grant made after a spent redemption.
+    let CodeExchange::Redeemed(redeemed) = tenant
+        .begin_code_exchange(b"c3", "g9", NOW + 5)
+        .await
+        .unwrap()
+    else {
+        panic!("c3 redeems");
+    };
+    redeemed.spend().await.unwrap();
     tenant
-        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW + 1)
+        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c3", NOW + 5)
         .await
         .unwrap();
     assert_eq!(
+        replayed(
+            tenant
+                .begin_code_exchange(b"c3", "gx", NOW + 6)
+                .await
+                .unwrap()
+        ),
+        Some("g1".into())
+    );
+
+    assert!(matches!(
         tenant
-            .redeem_authorization_code(b"c1", NOW + 3)
+            .begin_code_exchange(b"nope", "gx", NOW)
             .await
             .unwrap(),
-        CodeRedemption::Replayed {
-            grant_id: Some("g1".into())
-        }
-    );
-    assert_eq!(
-        tenant
-            .redeem_authorization_code(b"nope", NOW)
-            .await
-            .unwrap(),
-        CodeRedemption::Unknown
-    );
+        CodeExchange::Unknown
+    ));
     let other = seeded(&store, "other").await;
-    assert_eq!(
+    assert!(matches!(
         store
             .tenant(&other)
-            .redeem_authorization_code(b"c1", NOW)
+            .begin_code_exchange(b"c2", "gx", NOW)
             .await
             .unwrap(),
-        CodeRedemption::Unknown
-    );
+        CodeExchange::Unknown
+    ));
 }
 
 async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {

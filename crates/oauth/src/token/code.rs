@@ -32,7 +32,11 @@ pub async fn exchange_code(
     let client = authenticate_client(&tenant, headers, params).await?;
 
     let code_hash = hash_secret(secret);
-    let redeemed = match tenant.begin_code_exchange(&code_hash, now).await? {
+    let grant_id = state.random.uuid_v4()?;
+    let redeemed = match tenant
+        .begin_code_exchange(&code_hash, &grant_id, now)
+        .await?
+    {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed { grant_id } => {
             if let Some(grant_id) = grant_id {
@@ -54,7 +58,6 @@ pub async fn exchange_code(
         return Err(refusal);
     }
     let code = redeemed.code().clone();
-    let grant_id = state.random.uuid_v4()?;
     let offline = code
         .scope
         .split(' ')
