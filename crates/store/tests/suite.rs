@@ -45,6 +45,7 @@ on_both_backends!(
     refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
     twenty_concurrent_rotations_of_one_token_have_one_winner,
     concurrent_failures_each_get_their_own_count,
+    a_grant_costs_a_fixed_number_of_statements,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -1048,4 +1049,42 @@ async fn concurrent_failures_each_get_their_own_count(store: Store) {
     }
     counts.sort_unstable();
     assert_eq!(counts, (1..=10).collect::<Vec<i64>>());
+}
+
+/// The round trips of the two hot paths (issue 9: no statement that is not needed), counted
+/// by the store: each is one transaction whose statements are BEGIN, the conditional update,
+/// the writes, one read of what the tokens say, and COMMIT.
+async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+
+    // Code exchange: BEGIN, redeem (naming the grant), read the user, insert the grant,
+    // insert its refresh token, COMMIT.
+    let before = store.statements_executed();
+    let CodeExchange::Redeemed(redeemed) = tenant
+        .begin_code_exchange(b"c1", "g1", NOW + 1)
+        .await
+        .unwrap()
+    else {
+        panic!("c1 redeems");
+    };
+    redeemed
+        .issue(&grant("g1"), Some(refresh(b"r1")), NOW + 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.statements_executed() - before, 6, "code exchange");
+
+    // Refresh: BEGIN, consume, insert the successor, read the grant with its user, COMMIT.
+    let before = store.statements_executed();
+    let rotation = tenant
+        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), NOW + 2)
+        .await
+        .unwrap();
+    assert!(matches!(rotation, RefreshRotation::Rotated(_, _)));
+    assert_eq!(store.statements_executed() - before, 5, "refresh rotation");
 }
