@@ -6,9 +6,9 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
-use store::TenantId;
+use store::GrantUser;
 
-use crate::bearer::{bearer_token, validate_access_token};
+use crate::bearer::{bearer_token, verify_access_token};
 use crate::error::OAuthError;
 use crate::scope::Scope;
 use crate::state::OAuthState;
@@ -18,19 +18,25 @@ pub async fn userinfo(
     headers: HeaderMap,
 ) -> Result<Response, OAuthError> {
     let now = state.clock.now();
-    let claims = validate_access_token(&state, bearer_token(&headers)?, now).await?;
+    let (claims, tenant) = verify_access_token(&state, bearer_token(&headers)?, now)?;
     if !claims.has_scope(Scope::OpenId.as_str()) {
         return Err(OAuthError::InsufficientScope("openid"));
     }
-    let tenant = TenantId::parse(&claims.tenant)
-        .map_err(|_| OAuthError::InvalidToken("the access token is invalid or expired"))?;
     crate::events::log_context(&tenant, &claims.client_id);
-    let user = state
+    let user = match state
         .store
         .tenant(&tenant)
-        .find_user(&claims.sub)
+        .user_of_grant(&claims.grant_id, &claims.sub)
         .await?
-        .ok_or(OAuthError::InvalidToken("the user no longer exists"))?;
+    {
+        GrantUser::Live(user) => user,
+        GrantUser::Revoked => {
+            return Err(OAuthError::InvalidToken(
+                "the access token has been revoked",
+            ))
+        }
+        GrantUser::Gone => return Err(OAuthError::InvalidToken("the user no longer exists")),
+    };
     let mut body = Map::new();
     body.insert("sub".into(), json!(user.user_id));
     if claims.has_scope(Scope::Profile.as_str()) {

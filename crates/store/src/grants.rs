@@ -36,6 +36,27 @@ pub struct NewRefreshToken<'a> {
     pub expires_at: UnixTime,
 }
 
+/// What an access token's grant says of its user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GrantUser {
+    /// The grant stands and its user exists.
+    Live(User),
+    /// The grant was revoked (or never existed in this tenant).
+    Revoked,
+    /// The grant stands but its user was deleted (or is not the token's subject).
+    Gone,
+}
+
+/// A grant's revocation time and its user's columns, absent when no user matched.
+type GrantUserRow = (
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
 /// A grant and the user it was issued to, read together by a rotation.
 #[derive(sqlx::FromRow)]
 struct GrantAndUser {
@@ -120,6 +141,45 @@ impl TenantStore<'_> {
             .find_grant(grant_id)
             .await?
             .is_some_and(|g| g.revoked_at.is_none()))
+    }
+
+    /// The user an access token names, if the token's grant still stands: what userinfo
+    /// needs, in one read.
+    pub async fn user_of_grant(
+        &self,
+        grant_id: &str,
+        user_id: &str,
+    ) -> Result<GrantUser, StoreError> {
+        let row: Option<GrantUserRow> = sqlx::query_as(
+            "SELECT g.revoked_at, u.username, u.password_hash, u.name, u.email, u.created_at \
+             FROM grants g LEFT JOIN users u \
+               ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id AND u.user_id = $3 \
+             WHERE g.tenant_id = $1 AND g.grant_id = $2",
+        )
+        .bind(self.id_str())
+        .bind(grant_id)
+        .bind(user_id)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(match row {
+            None | Some((Some(_), ..)) => GrantUser::Revoked,
+            Some((
+                None,
+                Some(username),
+                Some(password_hash),
+                Some(name),
+                Some(email),
+                Some(created_at),
+            )) => GrantUser::Live(User {
+                user_id: user_id.to_owned(),
+                username,
+                password_hash,
+                name,
+                email,
+                created_at,
+            }),
+            Some((None, ..)) => GrantUser::Gone,
+        })
     }
 
     /// Revokes a grant and so every token it issued. False when it was already revoked or

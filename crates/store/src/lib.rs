@@ -35,7 +35,7 @@ pub use field::{
     NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property, Shift,
     SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
-pub use grants::{Grant, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
+pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
 pub use keys::StoredSigningKey;
 pub use organizations::Organization;
 pub use signin_failures::{FailureCount, FailureSubject};

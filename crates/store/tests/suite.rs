@@ -4,7 +4,7 @@
 
 use store::testing::TestDatabase;
 use store::{
-    ClientType, CodeExchange, Entity, FailureSubject, NewAuthorizationCode,
+    ClientType, CodeExchange, Entity, FailureSubject, GrantUser, NewAuthorizationCode,
     NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation, Store,
     StoreError, TenantId,
 };
@@ -46,6 +46,7 @@ on_both_backends!(
     twenty_concurrent_rotations_of_one_token_have_one_winner,
     concurrent_failures_each_get_their_own_count,
     a_grant_costs_a_fixed_number_of_statements,
+    userinfo_reads_the_user_of_a_live_grant_only,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -1087,4 +1088,48 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
         .unwrap();
     assert!(matches!(rotation, RefreshRotation::Rotated(_, _)));
     assert_eq!(store.statements_executed() - before, 5, "refresh rotation");
+}
+
+async fn userinfo_reads_the_user_of_a_live_grant_only(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    tenant
+        .create_grant(&grant("g1"), None, b"c1", NOW)
+        .await
+        .unwrap();
+    let GrantUser::Live(user) = tenant.user_of_grant("g1", "u1").await.unwrap() else {
+        panic!("a live grant's user");
+    };
+    assert_eq!(
+        (user.user_id.as_str(), user.username.as_str()),
+        ("u1", "alice")
+    );
+    assert_eq!(
+        tenant.user_of_grant("g1", "someone-else").await.unwrap(),
+        GrantUser::Gone,
+        "a token whose subject is not the grant's user"
+    );
+    assert_eq!(
+        tenant.user_of_grant("no-such-grant", "u1").await.unwrap(),
+        GrantUser::Revoked
+    );
+    let other = seeded(&store, "other").await;
+    assert_eq!(
+        store
+            .tenant(&other)
+            .user_of_grant("g1", "u1")
+            .await
+            .unwrap(),
+        GrantUser::Revoked,
+        "another tenant's grant"
+    );
+    assert!(tenant.revoke_grant("g1", "test", NOW + 1).await.unwrap());
+    assert_eq!(
+        tenant.user_of_grant("g1", "u1").await.unwrap(),
+        GrantUser::Revoked
+    );
 }
