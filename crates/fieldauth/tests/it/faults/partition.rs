@@ -30,14 +30,7 @@ async fn a_partitioned_database_answers_503_within_bounded_time_then_recovers() 
     )
     .await;
     eprintln!("the authorization page answered in {took:?} during the partition");
-    assert_eq!(page.status(), 503, "authorization page during a partition");
-    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
-    assert_eq!(page.headers()["retry-after"], "5");
-    let csp = page.headers()["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
-    let html = page.text().await.unwrap();
-    assert!(html.contains("Temporarily unavailable"), "{html}");
-    assert_no_internal_detail(&html, "authorization page during a partition");
+    assert_unavailable_page(page, "authorization page during a partition").await;
     for base in [&app.issuer, &app.api_url] {
         let (ready, took) = within(
             PARTITION_LIMIT,
@@ -131,17 +124,26 @@ async fn a_page_stalled_by_a_partition_answers_the_error_page_at_the_deadline() 
         "the page's statement reached the database"
     );
     eprintln!("the stalled page answered in {took:?}");
-    assert_eq!(page.status(), 503);
-    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
-    assert_eq!(page.headers()["retry-after"], "5");
-    let csp = page.headers()["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
-    let html = page.text().await.unwrap();
-    assert!(html.contains("Temporarily unavailable"), "{html}");
-    assert_no_internal_detail(&html, "a stalled page");
+    assert_unavailable_page(page, "a stalled page").await;
     proxy.up().await;
     until_ready(&app).await;
     let page = get(&app, authorize_url(&app, &[])).await;
     assert_eq!(page.status(), 200, "the page after the partition healed");
     app.stop().await;
+}
+
+/// The pages' 503: the HTML error page with the pages' headers and no detail of ours.
+async fn assert_unavailable_page(page: reqwest::Response, what: &str) {
+    assert_eq!(page.status(), 503, "{what}");
+    assert_eq!(
+        page.headers()["content-type"],
+        "text/html; charset=utf-8",
+        "{what}"
+    );
+    assert_eq!(page.headers()["retry-after"], "5", "{what}");
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Temporarily unavailable"), "{what}: {html}");
+    assert_no_internal_detail(&html, what);
 }
