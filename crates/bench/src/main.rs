@@ -1,0 +1,304 @@
+//! `fieldauth-bench`: a load generator. For each database backend it starts a `fieldauth`
+//! server on a fresh database, provisions a tenant through the CLI, and measures each
+//! workload on its own, then prints a table and optionally writes JSON.
+
+mod flows;
+mod html;
+mod provision;
+mod report;
+mod server;
+mod stats;
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+use store::testing::TestDatabase;
+
+use crate::flows::Target;
+use crate::report::Row;
+use crate::server::{Server, ServerSettings};
+use crate::workloads::{Shared, Timing, Workload};
+
+#[derive(Debug, Parser, Serialize)]
+#[command(
+    name = "fieldauth-bench",
+    about = "Load generator for fieldauth: starts its own server and measures sign-in flows, \
+             refresh grants, userinfo and API queries per second"
+)]
+struct Cli {
+    /// What to measure, comma-separated; `all` runs each workload in turn.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    workload: Vec<WorkloadChoice>,
+    /// Concurrent keep-alive connections, each sending its next request when the previous
+    /// one is answered.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    connections: u16,
+    /// Seconds measured per workload.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    duration: u64,
+    /// Seconds of load before the measured window, not counted.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=600))]
+    warmup: u64,
+    /// Database backends, comma-separated (`sqlite,postgres` runs both, one after the other).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "sqlite")]
+    database: Vec<Backend>,
+    /// The database to use instead of a throwaway one (one backend only). It must not hold a
+    /// tenant `bench` yet.
+    #[arg(long)]
+    database_url: Option<String>,
+    /// The server binary (default: `fieldauth` next to this executable).
+    #[arg(long)]
+    server_bin: Option<PathBuf>,
+    /// Pin the server to these CPUs (`taskset -c LIST`, e.g. `0` or `0-1`).
+    #[arg(long)]
+    server_cpus: Option<String>,
+    /// The server's `--log` filter. `info` (its default) logs a line per request.
+    #[arg(long, default_value = "info")]
+    server_log: String,
+    /// Also write the results, settings and machine as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum WorkloadChoice {
+    Login,
+    Refresh,
+    Userinfo,
+    Api,
+    All,
+}
+
+impl Workload {
+    fn choice(self) -> WorkloadChoice {
+        match self {
+            Workload::Login => WorkloadChoice::Login,
+            Workload::Refresh => WorkloadChoice::Refresh,
+            Workload::Userinfo => WorkloadChoice::Userinfo,
+            Workload::Api => WorkloadChoice::Api,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // On Ctrl-C the run is dropped: the server guard sends SIGTERM, the database goes.
+    let outcome = tokio::select! {
+        outcome = run(&cli) => outcome,
+        _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
+    };
+    match outcome {
+        Ok(rows) if rows.iter().all(|r| r.errors == 0) => ExitCode::SUCCESS,
+        Ok(rows) => {
+            for row in rows.iter().filter(|r| r.errors > 0) {
+                eprintln!(
+                    "error: {} on {}: {} failed requests, e.g.:",
+                    row.workload.name(),
+                    row.backend,
+                    row.errors
+                );
+                for sample in &row.error_samples {
+                    eprintln!("  {sample}");
+                }
+            }
+            ExitCode::from(1)
+        }
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: &Cli) -> Result<Vec<Row>> {
+    if cli.database_url.is_some() && cli.database.len() != 1 {
+        bail!("--database-url names one database: give exactly one --database");
+    }
+    let server_bin = match &cli.server_bin {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .ok_or_else(|| anyhow!("this executable has no directory"))?
+            .join("fieldauth"),
+    };
+    if !server_bin.is_file() {
+        bail!(
+            "no server binary at {} (build it with `cargo build --release -p fieldauth`, or give --server-bin)",
+            server_bin.display()
+        );
+    }
+    let workloads: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| {
+            cli.workload.contains(&WorkloadChoice::All) || cli.workload.contains(&w.choice())
+        })
+        .collect();
+    let timing = Timing {
+        connections: usize::from(cli.connections),
+        warmup: Duration::from_secs(cli.warmup),
+        duration: Duration::from_secs(cli.duration),
+    };
+    let mut rows = Vec::new();
+    for backend in &cli.database {
+        let backend_rows = run_backend(cli, *backend, &server_bin, &workloads, timing)
+            .await
+            .with_context(|| format!("on {}", backend.name()))?;
+        rows.extend(backend_rows);
+    }
+    println!("{}", report::table(&rows));
+    if let Some(path) = &cli.json {
+        report::write_json(path, cli, &report::machine(), &rows)?;
+    }
+    Ok(rows)
+}
+
+/// The database of one backend: the given URL, or a throwaway one dropped with the value.
+enum Database {
+    Given(String),
+    Throwaway(TestDatabase),
+}
+
+impl Database {
+    async fn open(backend: Backend, url: Option<&String>) -> Result<Database> {
+        if let Some(url) = url {
+            return Ok(Database::Given(url.clone()));
+        }
+        match backend {
+            Backend::Sqlite => Ok(Database::Throwaway(TestDatabase::sqlite())),
+            // A randomly named schema in FIELDAUTH_TEST_POSTGRES_URL's database
+            // (postgres://postgres@127.0.0.1:5432/test by default), dropped afterwards.
+            Backend::Postgres => TestDatabase::postgres()
+                .await
+                .map(Database::Throwaway)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "PostgreSQL is not reachable (set FIELDAUTH_TEST_POSTGRES_URL, or give --database-url)"
+                    )
+                }),
+        }
+    }
+
+    fn url(&self) -> &str {
+        match self {
+            Database::Given(url) => url,
+            Database::Throwaway(db) => &db.url,
+        }
+    }
+}
+
+async fn run_backend(
+    cli: &Cli,
+    backend: Backend,
+    server_bin: &std::path::Path,
+    workloads: &[Workload],
+    timing: Timing,
+) -> Result<Vec<Row>> {
+    // Declared before the server, so it is dropped after the server has stopped.
+    let database = Database::open(backend, cli.database_url.as_ref()).await?;
+    let logs = tempfile::tempdir()?;
+    eprintln!(
+        "{}: provisioning the tenant through the CLI",
+        backend.name()
+    );
+    let provisioner = provision::Cli {
+        bin: server_bin.to_owned(),
+        database_url: database.url().to_owned(),
+    };
+    let tenant = provision::tenant(&provisioner, timing.connections).await?;
+    let settings = ServerSettings {
+        bin: server_bin.to_owned(),
+        database_url: database.url().to_owned(),
+        cpus: cli.server_cpus.clone(),
+        log_filter: cli.server_log.clone(),
+        log_path: logs.path().join("server.log"),
+    };
+    let server = Server::start(&settings).await?;
+    let outcome = measure(&server, tenant, backend, workloads, timing).await;
+    let outcome = match outcome {
+        Ok(rows) => Ok(rows),
+        Err(error) => Err(error.context(format!("the server's log ends:\n{}", server.log_tail()))),
+    };
+    let stopped = server.stop().await;
+    let rows = outcome?;
+    stopped?;
+    Ok(rows)
+}
+
+async fn measure(
+    server: &Server,
+    tenant: provision::Tenant,
+    backend: Backend,
+    workloads: &[Workload],
+    timing: Timing,
+) -> Result<Vec<Row>> {
+    let usernames: Vec<String> = (0..timing.connections).map(provision::username).collect();
+    let first = usernames
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow!("no connections"))?;
+    let target = Arc::new(Target {
+        issuer: server.issuer.clone(),
+        api_url: server.api_url.clone(),
+        tenant: provision::TENANT.to_owned(),
+        client_id: provision::CLIENT_ID.to_owned(),
+        redirect_uri: provision::REDIRECT_URI.to_owned(),
+        usernames,
+        password: tenant.password,
+        organization: tenant.organization,
+    });
+    let browser = flows::browser()?;
+    let userinfo = flows::login(&browser, &target, &first, workloads::LOGIN_SCOPE).await?;
+    let api = flows::login(&browser, &target, &first, provision::API_SCOPE).await?;
+    if workloads.contains(&Workload::Api) {
+        eprintln!("{}: seeding the jobs through the API", backend.name());
+        provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token).await?;
+    }
+    let shared = Shared {
+        target,
+        userinfo_token: userinfo.access_token.into(),
+        api_token: api.access_token.into(),
+    };
+    let mut rows = Vec::new();
+    for workload in workloads {
+        eprintln!(
+            "{}: {} with {} connections, {:?} warm-up, {:?} measured",
+            backend.name(),
+            workload.name(),
+            timing.connections,
+            timing.warmup,
+            timing.duration
+        );
+        let measured = workloads::run(*workload, &shared, server, timing).await?;
+        rows.push(Row::new(
+            *workload,
+            backend.name(),
+            timing.connections,
+            measured,
+        ));
+    }
+    Ok(rows)
+}

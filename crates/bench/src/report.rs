@@ -1,0 +1,209 @@
+//! The results: one row per workload and backend, printed as a table and written as JSON
+//! with the settings and the machine.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::stats::{millis, summarize};
+use crate::workloads::{Measured, Workload};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub workload: Workload,
+    pub backend: String,
+    pub connections: usize,
+    pub duration_s: f64,
+    pub requests: usize,
+    pub requests_per_s: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    /// Server CPU time (user + system) in the window divided by the requests completed.
+    pub server_cpu_ms_per_request: f64,
+    /// Server CPU time over wall time: how many cores the server kept busy.
+    pub server_cores_busy: f64,
+    /// The same for the generator, to tell whether it, not the server, was the limit.
+    pub generator_cores_busy: f64,
+}
+
+impl Row {
+    pub fn new(workload: Workload, backend: &str, connections: usize, measured: Measured) -> Row {
+        let window = measured.elapsed.as_secs_f64();
+        let summary = summarize(measured.latencies);
+        let requests = summary.map_or(0, |s| s.count);
+        let ms = |pick: fn(&crate::stats::Summary) -> std::time::Duration| {
+            summary.as_ref().map_or(0.0, |s| millis(pick(s)))
+        };
+        let per_second = |value: f64| if window > 0.0 { value / window } else { 0.0 };
+        Row {
+            workload,
+            backend: backend.to_owned(),
+            connections,
+            duration_s: window,
+            requests,
+            requests_per_s: per_second(requests as f64),
+            p50_ms: ms(|s| s.p50),
+            p95_ms: ms(|s| s.p95),
+            p99_ms: ms(|s| s.p99),
+            max_ms: ms(|s| s.max),
+            errors: measured.errors,
+            error_samples: measured.error_samples,
+            server_cpu_ms_per_request: match requests {
+                0 => 0.0,
+                n => millis(measured.server_cpu) / n as f64,
+            },
+            server_cores_busy: per_second(measured.server_cpu.as_secs_f64()),
+            generator_cores_busy: per_second(measured.generator_cpu.as_secs_f64()),
+        }
+    }
+}
+
+/// The rows as an aligned text table.
+pub fn table(rows: &[Row]) -> String {
+    let header = [
+        "workload",
+        "backend",
+        "conns",
+        "secs",
+        "requests",
+        "req/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "errors",
+        "srv cpu ms/req",
+        "srv cores",
+        "gen cores",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.workload.name().to_owned(),
+                r.backend.clone(),
+                r.connections.to_string(),
+                format!("{:.1}", r.duration_s),
+                r.requests.to_string(),
+                format!("{:.1}", r.requests_per_s),
+                format!("{:.2}", r.p50_ms),
+                format!("{:.2}", r.p95_ms),
+                format!("{:.2}", r.p99_ms),
+                format!("{:.2}", r.max_ms),
+                r.errors.to_string(),
+                format!("{:.3}", r.server_cpu_ms_per_request),
+                format!("{:.2}", r.server_cores_busy),
+                format!("{:.2}", r.generator_cores_busy),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| cells.iter().map(|c| c[i].len()).fold(h.len(), usize::max))
+        .collect();
+    let line = |values: Vec<String>| {
+        let padded: Vec<String> = values
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            // Names left-aligned, figures right-aligned.
+            .map(|(i, (v, w))| match i {
+                0 | 1 => format!("{v:<w$}"),
+                _ => format!("{v:>w$}"),
+            })
+            .collect();
+        format!("| {} |", padded.join(" | "))
+    };
+    let mut out = vec![line(header.iter().map(|h| h.to_string()).collect())];
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(i, w)| match i {
+            0 | 1 => "-".repeat(w + 2),
+            _ => format!("{}:", "-".repeat(w + 1)),
+        })
+        .collect();
+    out.push(format!("|{}|", rule.join("|")));
+    out.extend(cells.into_iter().map(line));
+    out.join("\n")
+}
+
+/// The machine the figures come from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// CPUs online.
+    pub nproc: usize,
+    /// CPUs the generator may run on (after `taskset`).
+    pub generator_cpus: usize,
+    pub cpu_model: String,
+}
+
+pub fn machine() -> Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let nproc = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(|| "unknown".to_owned(), |(_, m)| m.trim().to_owned());
+    let generator_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Machine {
+        nproc,
+        generator_cpus,
+        cpu_model,
+    }
+}
+
+/// Writes `{"settings": …, "machine": …, "results": [rows]}`.
+pub fn write_json(
+    path: &Path,
+    settings: &impl Serialize,
+    machine: &Machine,
+    rows: &[Row],
+) -> Result<()> {
+    let document = serde_json::json!({
+        "settings": settings,
+        "machine": machine,
+        "results": rows,
+    });
+    let text = serde_json::to_string_pretty(&document)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_row_divides_the_cpu_time_by_the_requests_of_the_window() {
+        let measured = Measured {
+            latencies: vec![Duration::from_millis(2); 400],
+            errors: 0,
+            error_samples: Vec::new(),
+            elapsed: Duration::from_secs(2),
+            server_cpu: Duration::from_millis(1000),
+            generator_cpu: Duration::from_millis(500),
+        };
+        let row = Row::new(Workload::Userinfo, "sqlite", 4, measured);
+        assert_eq!(row.requests, 400);
+        assert_eq!(row.requests_per_s, 200.0);
+        assert_eq!(row.server_cpu_ms_per_request, 2.5);
+        assert_eq!(row.server_cores_busy, 0.5);
+        assert_eq!(row.generator_cores_busy, 0.25);
+        assert_eq!(row.p99_ms, 2.0);
+        let table = table(&[row]);
+        assert!(table.contains("| userinfo | sqlite  |"), "{table}");
+        assert_eq!(table.lines().count(), 3, "{table}");
+    }
+}

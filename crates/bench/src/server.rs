@@ -1,0 +1,271 @@
+//! The server under test: started from the `fieldauth` binary on free loopback ports
+//! (optionally pinned with `taskset`), awaited on `/readyz`, stopped with SIGTERM, and its
+//! CPU time read from `/proc`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use tokio::process::{Child, Command};
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub bin: PathBuf,
+    pub database_url: String,
+    /// A `taskset -c` CPU list.
+    pub cpus: Option<String>,
+    /// The server's `--log` filter.
+    pub log_filter: String,
+    /// Where its stdout and stderr go.
+    pub log_path: PathBuf,
+}
+
+/// A running server. Dropping it without [`Server::stop`] still sends SIGTERM and waits a
+/// little, then SIGKILL, so no server outlives the bench.
+pub struct Server {
+    child: Option<Child>,
+    pid: u32,
+    pub issuer: String,
+    pub api_url: String,
+    log_path: PathBuf,
+}
+
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Server {
+    pub async fn start(settings: &ServerSettings) -> Result<Server> {
+        let (auth_port, api_port) = free_ports()?;
+        let issuer = format!("http://127.0.0.1:{auth_port}");
+        let api_url = format!("http://127.0.0.1:{api_port}");
+        let mut command = match &settings.cpus {
+            Some(cpus) => {
+                let mut command = Command::new("taskset");
+                command.arg("-c").arg(cpus).arg(&settings.bin);
+                command
+            }
+            None => Command::new(&settings.bin),
+        };
+        let log = std::fs::File::create(&settings.log_path)
+            .with_context(|| format!("cannot create {}", settings.log_path.display()))?;
+        command
+            .arg("--database-url")
+            .arg(&settings.database_url)
+            .arg("--log")
+            .arg(&settings.log_filter)
+            .arg("serve")
+            .args(["--auth-listen", &format!("127.0.0.1:{auth_port}")])
+            .args(["--api-listen", &format!("127.0.0.1:{api_port}")])
+            .args(["--auth-url", &issuer, "--api-url", &api_url])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true);
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", settings.bin.display()))?;
+        let pid = child
+            .id()
+            .ok_or_else(|| anyhow!("the server exited at once"))?;
+        let mut server = Server {
+            child: Some(child),
+            pid,
+            issuer,
+            api_url,
+            log_path: settings.log_path.clone(),
+        };
+        server.wait_ready().await?;
+        server.check_is(&settings.bin)?;
+        Ok(server)
+    }
+
+    /// Polls `/readyz` on both listeners until they answer 200.
+    async fn wait_ready(&mut self) -> Result<()> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let urls = [
+            format!("{}/readyz", self.issuer),
+            format!("{}/readyz", self.api_url),
+        ];
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait()? {
+                    bail!(
+                        "the server exited ({status}) before it was ready; its log ends:\n{}",
+                        self.log_tail()
+                    );
+                }
+            }
+            let mut ready = true;
+            for url in &urls {
+                let ok = client
+                    .get(url)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status() == 200);
+                ready &= ok;
+            }
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the server was not ready within {READY_TIMEOUT:?}; its log ends:\n{}",
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The child must be the server itself, not `taskset` (which execs into it), or its CPU
+    /// time would be the wrong process's.
+    fn check_is(&self, bin: &Path) -> Result<()> {
+        let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid))
+            .with_context(|| format!("cannot read /proc/{}/exe", self.pid))?;
+        let expected = std::fs::canonicalize(bin)?;
+        if exe != expected {
+            bail!(
+                "process {} is {}, not the server {}",
+                self.pid,
+                exe.display(),
+                expected.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// The server's CPU time so far (user + system, every thread).
+    pub fn cpu_time(&self) -> Result<Duration> {
+        cpu_time_of(&format!("/proc/{}/stat", self.pid))
+    }
+
+    /// The last lines of the server's log, to explain a failure.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// SIGTERM, then waits for the graceful shutdown; SIGKILL if it takes too long.
+    pub async fn stop(mut self) -> Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        if child.try_wait()?.is_some() {
+            bail!(
+                "the server had already exited; its log ends:\n{}",
+                self.log_tail()
+            );
+        }
+        terminate(self.pid)?;
+        match tokio::time::timeout(STOP_TIMEOUT, child.wait()).await {
+            Ok(status) => {
+                let status = status?;
+                if !status.success() {
+                    bail!(
+                        "the server stopped with {status}; its log ends:\n{}",
+                        self.log_tail()
+                    );
+                }
+                Ok(())
+            }
+            Err(_) => {
+                child.kill().await?;
+                bail!("the server did not stop within {STOP_TIMEOUT:?} of SIGTERM; killed")
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        // Only signal a child not yet reaped, so the pid cannot have been reused.
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        let _ = terminate(self.pid);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Whatever is left is killed by `kill_on_drop` when `child` drops.
+    }
+}
+
+fn terminate(pid: u32) -> Result<()> {
+    let pid = libc::pid_t::try_from(pid)?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    let result = unsafe { libc::kill(pid, libc::SIGTERM) };
+    if result != 0 {
+        bail!(
+            "cannot send SIGTERM to {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Two distinct free loopback ports: bound together, so they differ, then released for the
+/// server to bind.
+fn free_ports() -> Result<(u16, u16)> {
+    let auth = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let api = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((auth.local_addr()?.port(), api.local_addr()?.port()))
+}
+
+/// This process's CPU time, to tell whether the generator itself was the bottleneck.
+pub fn own_cpu_time() -> Result<Duration> {
+    cpu_time_of("/proc/self/stat")
+}
+
+fn cpu_time_of(stat_path: &str) -> Result<Duration> {
+    let stat =
+        std::fs::read_to_string(stat_path).with_context(|| format!("cannot read {stat_path}"))?;
+    let ticks = parse_cpu_ticks(&stat).ok_or_else(|| anyhow!("cannot parse {stat_path}"))?;
+    let per_second = clock_ticks_per_second()?;
+    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
+/// utime + stime, fields 14 and 15 of proc(5) `stat`, in clock ticks. The command name
+/// (field 2) is in parentheses and may hold spaces, so fields are counted after the last `)`.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11); // field 3 is the first after `)`
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks_per_second() -> Result<u64> {
+    // SAFETY: sysconf(3) reads a constant of the system and takes no pointers.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks)
+        .ok()
+        .filter(|t| *t > 0)
+        .ok_or_else(|| anyhow!("sysconf(_SC_CLK_TCK) failed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utime_and_stime_are_fields_14_and_15_even_with_spaces_in_the_name() {
+        let stat = "4242 (tokio (rt) 1) S 1 4242 4242 0 -1 4194560 1200 0 0 0 \
+                    731 269 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
+        assert_eq!(parse_cpu_ticks(stat), Some(731 + 269));
+    }
+
+    #[test]
+    fn this_process_stat_parses() {
+        own_cpu_time().unwrap();
+    }
+}

@@ -1,0 +1,311 @@
+//! The four workloads, each on its own: closed-loop connections that repeat one request (or
+//! one whole flow) through a warm-up and a measured window, and what the window saw.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use reqwest::{Client, StatusCode};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::flows::{self, expect_status, Target, Tokens};
+use crate::provision::{JOBS, JOBS_QUERY};
+use crate::server::{own_cpu_time, Server};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// The whole browser-less flow: authorize, sign in, consent, code exchange.
+    Login,
+    /// Refresh-token grants, each connection following its own rotation chain.
+    Refresh,
+    /// `GET /oauth/userinfo` with one shared access token.
+    Userinfo,
+    /// A GraphQL page of 20 jobs with their work orders and assignees.
+    Api,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 4] = [
+        Workload::Login,
+        Workload::Refresh,
+        Workload::Userinfo,
+        Workload::Api,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Login => "login",
+            Workload::Refresh => "refresh",
+            Workload::Userinfo => "userinfo",
+            Workload::Api => "api",
+        }
+    }
+}
+
+/// Scopes of the login and refresh flows: what a single-page app signing a user in asks for.
+pub const LOGIN_SCOPE: &str = "openid profile email offline_access";
+
+/// What the shared-token workloads use, made once before any workload runs.
+pub struct Shared {
+    pub target: Arc<Target>,
+    pub userinfo_token: Arc<str>,
+    pub api_token: Arc<str>,
+}
+
+/// How long to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub connections: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// What one workload's measured window saw.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// Latencies of the requests (or flows) that completed inside the window.
+    pub latencies: Vec<Duration>,
+    /// Failed requests over the whole run, warm-up included.
+    pub errors: u64,
+    /// The first few failures, to say why.
+    pub error_samples: Vec<String>,
+    /// The window actually observed between the two CPU readings.
+    pub elapsed: Duration,
+    pub server_cpu: Duration,
+    pub generator_cpu: Duration,
+}
+
+const ERROR_SAMPLES: usize = 5;
+
+/// Runs `workload` with `timing.connections` connections; the CPU times are read at the
+/// window's two edges.
+pub async fn run(
+    workload: Workload,
+    shared: &Shared,
+    server: &Server,
+    timing: Timing,
+) -> Result<Measured> {
+    let mut connections = Vec::with_capacity(timing.connections);
+    for index in 0..timing.connections {
+        connections.push(Connection::open(workload, shared, index).await?);
+    }
+    let start = Instant::now();
+    let from = start + timing.warmup;
+    let to = from + timing.duration;
+    let tasks: Vec<_> = connections
+        .into_iter()
+        .map(|connection| tokio::spawn(drive(connection, from, to)))
+        .collect();
+
+    tokio::time::sleep_until(from).await;
+    let (server_from, own_from, at_from) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
+    tokio::time::sleep_until(to).await;
+    let (server_to, own_to, at_to) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
+
+    let mut measured = Measured {
+        elapsed: at_to - at_from,
+        server_cpu: server_to.saturating_sub(server_from),
+        generator_cpu: own_to.saturating_sub(own_from),
+        ..Measured::default()
+    };
+    for task in tasks {
+        let log = task.await.context("a connection task failed")?;
+        measured.latencies.extend(log.latencies);
+        measured.errors += log.errors;
+        let room = ERROR_SAMPLES.saturating_sub(measured.error_samples.len());
+        measured
+            .error_samples
+            .extend(log.error_samples.into_iter().take(room));
+    }
+    Ok(measured)
+}
+
+#[derive(Default)]
+struct ConnectionLog {
+    latencies: Vec<Duration>,
+    errors: u64,
+    error_samples: Vec<String>,
+}
+
+/// Repeats the connection's request until the window closes; keeps the latencies of the
+/// requests that complete inside `[from, to]`, so the edges balance out as in a steady state.
+async fn drive(mut connection: Connection, from: Instant, to: Instant) -> ConnectionLog {
+    let mut log = ConnectionLog::default();
+    while Instant::now() < to {
+        let started = Instant::now();
+        let outcome = connection.once().await;
+        let finished = Instant::now();
+        match outcome {
+            Ok(()) if finished >= from && finished <= to => log.latencies.push(finished - started),
+            Ok(()) => {}
+            Err(error) => {
+                log.errors += 1;
+                if log.error_samples.len() < ERROR_SAMPLES {
+                    log.error_samples.push(format!("{error:#}"));
+                }
+                if let Err(error) = connection.recover().await {
+                    log.errors += 1;
+                    log.error_samples.push(format!("cannot recover: {error:#}"));
+                    break;
+                }
+            }
+        }
+    }
+    log
+}
+
+/// One connection's client and what it repeats.
+enum Connection {
+    Login {
+        browser: Client,
+        target: Arc<Target>,
+        username: String,
+    },
+    Refresh {
+        client: Client,
+        target: Arc<Target>,
+        username: String,
+        refresh_token: String,
+    },
+    Userinfo {
+        client: Client,
+        url: String,
+        token: Arc<str>,
+    },
+    Api {
+        client: Client,
+        url: String,
+        token: Arc<str>,
+        body: Arc<Vec<u8>>,
+    },
+}
+
+impl Connection {
+    /// The `index`-th connection; sign-ins use the `index`-th user.
+    async fn open(workload: Workload, shared: &Shared, index: usize) -> Result<Connection> {
+        let target = shared.target.clone();
+        let username = target
+            .usernames
+            .get(index % target.usernames.len().max(1))
+            .cloned()
+            .ok_or_else(|| anyhow!("no bench user"))?;
+        Ok(match workload {
+            Workload::Login => Connection::Login {
+                browser: flows::browser()?,
+                target,
+                username,
+            },
+            Workload::Refresh => Connection::Refresh {
+                refresh_token: first_refresh_token(&target, &username).await?,
+                client: flows::app_client()?,
+                target,
+                username,
+            },
+            Workload::Userinfo => Connection::Userinfo {
+                client: flows::app_client()?,
+                url: format!("{}/oauth/userinfo", target.issuer),
+                token: shared.userinfo_token.clone(),
+            },
+            Workload::Api => Connection::Api {
+                client: flows::app_client()?,
+                url: format!("{}/api", target.api_url),
+                token: shared.api_token.clone(),
+                body: Arc::new(serde_json::to_vec(
+                    &serde_json::json!({ "query": JOBS_QUERY }),
+                )?),
+            },
+        })
+    }
+
+    async fn once(&mut self) -> Result<()> {
+        match self {
+            Connection::Login {
+                browser,
+                target,
+                username,
+            } => {
+                flows::login(browser, target, username, LOGIN_SCOPE).await?;
+            }
+            Connection::Refresh {
+                client,
+                target,
+                refresh_token,
+                ..
+            } => {
+                let tokens = flows::refresh(client, target, refresh_token).await?;
+                *refresh_token = tokens
+                    .refresh_token
+                    .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
+            }
+            Connection::Userinfo { client, url, token } => {
+                let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
+                let response = expect_status(response?, StatusCode::OK, "userinfo").await?;
+                response.bytes().await.context("userinfo")?;
+            }
+            Connection::Api {
+                client,
+                url,
+                token,
+                body,
+            } => {
+                let response = client
+                    .post(url.as_str())
+                    .bearer_auth(&**token)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.as_ref().clone())
+                    .send()
+                    .await;
+                let response = expect_status(response?, StatusCode::OK, "api").await?;
+                check_jobs_page(&response.bytes().await.context("api")?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: a refresh chain is broken (its token may be spent or its grant
+    /// revoked), so it starts a new one; the others just go on.
+    async fn recover(&mut self) -> Result<()> {
+        if let Connection::Refresh {
+            target,
+            username,
+            refresh_token,
+            ..
+        } = self
+        {
+            *refresh_token = first_refresh_token(target, username).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A sign-in of its own, so each connection has its own grant and rotation chain.
+async fn first_refresh_token(target: &Target, username: &str) -> Result<String> {
+    let browser = flows::browser()?;
+    let Tokens { refresh_token, .. } =
+        flows::login(&browser, target, username, LOGIN_SCOPE).await?;
+    refresh_token.ok_or_else(|| anyhow!("login with offline_access gave no refresh token"))
+}
+
+/// A GraphQL answer is a success only with no `errors` and the whole page of jobs.
+fn check_jobs_page(body: &[u8]) -> Result<()> {
+    let body: Value = serde_json::from_slice(body).context("api: not JSON")?;
+    if let Some(errors) = body.get("errors") {
+        bail!("api: {errors}");
+    }
+    let nodes = body["data"]["jobs"]["nodes"]
+        .as_array()
+        .ok_or_else(|| anyhow!("api: no jobs in the answer"))?;
+    let assigned = nodes.iter().all(|job| {
+        job["workOrder"]["id"].is_string()
+            && job["assignments"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    if nodes.len() != JOBS || !assigned {
+        bail!(
+            "api: expected {JOBS} jobs with work orders and assignees, got {}",
+            nodes.len()
+        );
+    }
+    Ok(())
+}
