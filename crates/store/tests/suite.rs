@@ -5,8 +5,8 @@
 use store::testing::TestDatabase;
 use store::{
     ClientType, CodeExchange, Entity, FailureSubject, GrantUser, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation, Store,
-    StoreError, TenantId,
+    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RedeemedCode,
+    RefreshRotation, Store, StoreError, TenantId, TenantStore,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -764,13 +764,34 @@ fn refresh(token_hash: &[u8]) -> NewRefreshToken<'_> {
     }
 }
 
+/// A first redemption, which must succeed, with its transaction open.
+async fn redeem<'t>(
+    tenant: &'t TenantStore<'_>,
+    hash: &[u8],
+    grant_id: &str,
+    now: i64,
+) -> RedeemedCode<'t> {
+    match tenant
+        .begin_code_exchange(hash, grant_id, now)
+        .await
+        .unwrap()
+    {
+        CodeExchange::Redeemed(redeemed) => *redeemed,
+        other => panic!("{hash:?} must redeem, got {other:?}"),
+    }
+}
+
+/// A later presentation, which must be a replay: the grant the code issued, if any.
+async fn replay(tenant: &TenantStore<'_>, hash: &[u8], now: i64) -> Option<String> {
+    match tenant.begin_code_exchange(hash, "gx", now).await.unwrap() {
+        CodeExchange::Replayed { grant_id } => grant_id,
+        other => panic!("{hash:?} must be a replay, got {other:?}"),
+    }
+}
+
 async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
-    let replayed = |exchange: CodeExchange<'_>| match exchange {
-        CodeExchange::Replayed { grant_id } => grant_id,
-        other => panic!("expected a replay, got {other:?}"),
-    };
     for hash in [b"c1", b"c2", b"c3"] {
         tenant
             .create_authorization_code(&code(hash), NOW)
@@ -779,23 +800,10 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
     }
 
     // A redemption rolled back (dropped, as when the database goes mid-way) spends nothing.
-    let CodeExchange::Redeemed(dropped) = tenant
-        .begin_code_exchange(b"c1", "g0", NOW + 1)
-        .await
-        .unwrap()
-    else {
-        panic!("first redemption must succeed");
-    };
-    drop(dropped);
+    drop(redeem(&tenant, b"c1", "g0", NOW + 1).await);
 
     // A redemption that fails its checks is spent alone and names no grant.
-    let CodeExchange::Redeemed(redeemed) = tenant
-        .begin_code_exchange(b"c1", "g0", NOW + 1)
-        .await
-        .unwrap()
-    else {
-        panic!("the rolled-back code is still usable");
-    };
+    let redeemed = redeem(&tenant, b"c1", "g0", NOW + 1).await;
     assert_eq!(
         (
             redeemed.code().redeemed_at,
@@ -803,43 +811,20 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
         ),
         (Some(NOW + 1), Some("n"))
     );
-    let spent = redeemed.spend().await.unwrap();
-    assert_eq!(spent.grant_id, None);
-    assert_eq!(
-        replayed(
-            tenant
-                .begin_code_exchange(b"c1", "gx", NOW + 2)
-                .await
-                .unwrap()
-        ),
-        None
-    );
+    assert_eq!(redeemed.spend().await.unwrap().grant_id, None);
+    assert_eq!(replay(&tenant, b"c1", NOW + 2).await, None);
     assert!(tenant.find_grant("g0").await.unwrap().is_none());
 
     // A redemption that issues writes the grant and its first refresh token in its commit;
     // a replay names that grant.
-    let CodeExchange::Redeemed(redeemed) = tenant
-        .begin_code_exchange(b"c2", "g2", NOW + 3)
+    let user = redeem(&tenant, b"c2", "g2", NOW + 3)
         .await
-        .unwrap()
-    else {
-        panic!("c2 redeems");
-    };
-    let user = redeemed
         .issue(&grant("g2"), Some(refresh(b"r2")), NOW + 3)
         .await
         .unwrap()
         .expect("the code's user exists");
     assert_eq!(user.user_id, "u1");
-    assert_eq!(
-        replayed(
-            tenant
-                .begin_code_exchange(b"c2", "gx", NOW + 4)
-                .await
-                .unwrap()
-        ),
-        Some("g2".into())
-    );
+    assert_eq!(replay(&tenant, b"c2", NOW + 4).await, Some("g2".into()));
     let token = tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
     assert_eq!(
         (token.grant.grant_id.as_str(), token.grant.created_at),
@@ -847,27 +832,16 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
     );
 
     // The test helper's path links a grant made after a spent redemption.
-    let CodeExchange::Redeemed(redeemed) = tenant
-        .begin_code_exchange(b"c3", "g9", NOW + 5)
+    redeem(&tenant, b"c3", "g9", NOW + 5)
         .await
-        .unwrap()
-    else {
-        panic!("c3 redeems");
-    };
-    redeemed.spend().await.unwrap();
+        .spend()
+        .await
+        .unwrap();
     tenant
         .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c3", NOW + 5)
         .await
         .unwrap();
-    assert_eq!(
-        replayed(
-            tenant
-                .begin_code_exchange(b"c3", "gx", NOW + 6)
-                .await
-                .unwrap()
-        ),
-        Some("g1".into())
-    );
+    assert_eq!(replay(&tenant, b"c3", NOW + 6).await, Some("g1".into()));
 
     assert!(matches!(
         tenant
@@ -1066,14 +1040,8 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     // Code exchange: BEGIN, redeem (naming the grant), read the user, insert the grant,
     // insert its refresh token, COMMIT.
     let before = store.statements_executed();
-    let CodeExchange::Redeemed(redeemed) = tenant
-        .begin_code_exchange(b"c1", "g1", NOW + 1)
+    redeem(&tenant, b"c1", "g1", NOW + 1)
         .await
-        .unwrap()
-    else {
-        panic!("c1 redeems");
-    };
-    redeemed
         .issue(&grant("g1"), Some(refresh(b"r1")), NOW + 1)
         .await
         .unwrap()
