@@ -764,6 +764,18 @@ fn refresh(token_hash: &[u8]) -> NewRefreshToken<'_> {
     }
 }
 
+/// Code `c1` redeemed into grant `g1`, with the first refresh token `refresh_hash` if any.
+async fn granted(tenant: &TenantStore<'_>, refresh_hash: Option<&[u8]>) {
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    tenant
+        .create_grant(&grant("g1"), refresh_hash.map(refresh), b"c1", NOW)
+        .await
+        .unwrap();
+}
+
 /// A first redemption, which must succeed, with its transaction open.
 async fn redeem<'t>(
     tenant: &'t TenantStore<'_>,
@@ -864,14 +876,7 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
 async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
-    tenant
-        .create_authorization_code(&code(b"c1"), NOW)
-        .await
-        .unwrap();
-    tenant
-        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW)
-        .await
-        .unwrap();
+    granted(&tenant, Some(b"r1")).await;
     let stored = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
     assert_eq!(
         (stored.grant.grant_id.as_str(), stored.consumed_at),
@@ -969,16 +974,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
 /// token can never both win.
 async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
-    store
-        .tenant(&t)
-        .create_authorization_code(&code(b"c1"), NOW)
-        .await
-        .unwrap();
-    store
-        .tenant(&t)
-        .create_grant(&grant("g1"), Some(refresh(b"r1")), b"c1", NOW)
-        .await
-        .unwrap();
+    granted(&store.tenant(&t), Some(b"r1")).await;
     let attempts = (0..20u8).map(|i| {
         let store = store.clone();
         let t = t.clone();
@@ -1061,14 +1057,7 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
 async fn userinfo_reads_the_user_of_a_live_grant_only(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
-    tenant
-        .create_authorization_code(&code(b"c1"), NOW)
-        .await
-        .unwrap();
-    tenant
-        .create_grant(&grant("g1"), None, b"c1", NOW)
-        .await
-        .unwrap();
+    granted(&tenant, None).await;
     let GrantUser::Live(user) = tenant.user_of_grant("g1", "u1").await.unwrap() else {
         panic!("a live grant's user");
     };
