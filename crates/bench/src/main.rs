@@ -2,6 +2,7 @@
 //! server on a fresh database, provisions a tenant through the CLI, and measures each
 //! workload on its own, then prints a table and optionally writes JSON.
 
+mod ceiling;
 mod flows;
 mod html;
 mod provision;
@@ -20,6 +21,7 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use store::testing::TestDatabase;
 
+use crate::ceiling::{Ceiling, Signer};
 use crate::flows::Target;
 use crate::report::Row;
 use crate::server::{Server, ServerSettings};
@@ -58,12 +60,23 @@ struct Cli {
     /// Pin the server to these CPUs (`taskset -c LIST`, e.g. `0` or `0-1`).
     #[arg(long)]
     server_cpus: Option<String>,
+    /// Seconds of RSA-2048 signing on the server's first CPU before each workload, for the
+    /// per-core ceiling the rows are compared with; 0 leaves it out.
+    #[arg(long, default_value_t = 2.0, value_parser = ceiling_seconds)]
+    ceiling_seconds: f64,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     server_log: String,
     /// Also write the results, settings and machine as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+fn ceiling_seconds(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(seconds) if (0.0..=60.0).contains(&seconds) => Ok(seconds),
+        _ => Err("expected seconds from 0 to 60".to_owned()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -157,14 +170,34 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
             cli.workload.contains(&WorkloadChoice::All) || cli.workload.contains(&w.choice())
         })
         .collect();
-    let timing = Timing {
-        connections: usize::from(cli.connections),
-        warmup: Duration::from_secs(cli.warmup),
-        duration: Duration::from_secs(cli.duration),
+    let server_cpus = match &cli.server_cpus {
+        Some(list) => ceiling::parse_cpu_list(list).context("--server-cpus")?,
+        None => Vec::new(),
+    };
+    let ceiling = match cli.ceiling_seconds {
+        seconds if seconds > 0.0 => {
+            eprintln!("generating an RSA-2048 key for the signing ceiling");
+            Some(CeilingSettings {
+                signer: Signer::generate().await?,
+                length: Duration::from_secs_f64(seconds),
+                // One core's figure, taken on the core the server will use.
+                cpu: server_cpus.first().copied(),
+            })
+        }
+        _ => None,
+    };
+    let plan = Plan {
+        workloads,
+        timing: Timing {
+            connections: usize::from(cli.connections),
+            warmup: Duration::from_secs(cli.warmup),
+            duration: Duration::from_secs(cli.duration),
+        },
+        ceiling,
     };
     let mut rows = Vec::new();
     for backend in &cli.database {
-        let backend_rows = run_backend(cli, *backend, &server_bin, &workloads, timing)
+        let backend_rows = run_backend(cli, *backend, &server_bin, &plan)
             .await
             .with_context(|| format!("on {}", backend.name()))?;
         rows.extend(backend_rows);
@@ -174,6 +207,38 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         report::write_json(path, cli, &report::machine(), &rows)?;
     }
     Ok(rows)
+}
+
+/// What every backend runs.
+struct Plan {
+    workloads: Vec<Workload>,
+    timing: Timing,
+    ceiling: Option<CeilingSettings>,
+}
+
+/// How to measure the RSA-signing ceiling before each workload.
+struct CeilingSettings {
+    signer: Signer,
+    length: Duration,
+    cpu: Option<usize>,
+}
+
+impl CeilingSettings {
+    async fn measure(&self, backend: Backend) -> Result<Ceiling> {
+        let ceiling = self.signer.measure(self.length, self.cpu).await?;
+        let place = match ceiling.pinned_cpu {
+            Some(cpu) => format!("on CPU {cpu}"),
+            None => "unpinned".to_owned(),
+        };
+        eprintln!(
+            "{}: RSA-2048 ceiling {place}: {:.0} signatures per CPU-second ({:.0} per wall second), {:.0} token responses per core-second",
+            backend.name(),
+            ceiling.per_cpu_second(),
+            ceiling.per_wall_second(),
+            ceiling.token_responses_per_core()
+        );
+        Ok(ceiling)
+    }
 }
 
 /// The database of one backend: the given URL, or a throwaway one dropped with the value.
@@ -214,8 +279,7 @@ async fn run_backend(
     cli: &Cli,
     backend: Backend,
     server_bin: &std::path::Path,
-    workloads: &[Workload],
-    timing: Timing,
+    plan: &Plan,
 ) -> Result<Vec<Row>> {
     // Declared before the server, so it is dropped after the server has stopped.
     let database = Database::open(backend, cli.database_url.as_ref()).await?;
@@ -228,7 +292,7 @@ async fn run_backend(
         bin: server_bin.to_owned(),
         database_url: database.url().to_owned(),
     };
-    let tenant = provision::tenant(&provisioner, timing.connections).await?;
+    let tenant = provision::tenant(&provisioner, plan.timing.connections).await?;
     let settings = ServerSettings {
         bin: server_bin.to_owned(),
         database_url: database.url().to_owned(),
@@ -237,7 +301,7 @@ async fn run_backend(
         log_path: logs.path().join("server.log"),
     };
     let server = Server::start(&settings).await?;
-    let outcome = measure(&server, tenant, backend, workloads, timing).await;
+    let outcome = measure(&server, tenant, backend, plan).await;
     let outcome = match outcome {
         Ok(rows) => Ok(rows),
         Err(error) => Err(error.context(format!("the server's log ends:\n{}", server.log_tail()))),
@@ -252,9 +316,9 @@ async fn measure(
     server: &Server,
     tenant: provision::Tenant,
     backend: Backend,
-    workloads: &[Workload],
-    timing: Timing,
+    plan: &Plan,
 ) -> Result<Vec<Row>> {
+    let timing = plan.timing;
     let usernames: Vec<String> = (0..timing.connections).map(provision::username).collect();
     let first = usernames
         .first()
@@ -273,7 +337,7 @@ async fn measure(
     let browser = flows::browser()?;
     let userinfo = flows::login(&browser, &target, &first, workloads::LOGIN_SCOPE).await?;
     let api = flows::login(&browser, &target, &first, provision::API_SCOPE).await?;
-    if workloads.contains(&Workload::Api) {
+    if plan.workloads.contains(&Workload::Api) {
         eprintln!("{}: seeding the jobs through the API", backend.name());
         provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token).await?;
     }
@@ -283,7 +347,12 @@ async fn measure(
         api_token: api.access_token.into(),
     };
     let mut rows = Vec::new();
-    for workload in workloads {
+    for workload in &plan.workloads {
+        // Before the connections open: the server is idle then.
+        let ceiling = match &plan.ceiling {
+            Some(settings) => Some(settings.measure(backend).await?),
+            None => None,
+        };
         eprintln!(
             "{}: {} with {} connections, {:?} warm-up, {:?} measured",
             backend.name(),
@@ -298,6 +367,7 @@ async fn measure(
             backend.name(),
             timing.connections,
             measured,
+            ceiling.as_ref(),
         ));
     }
     Ok(rows)

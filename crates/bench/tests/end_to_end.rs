@@ -24,7 +24,7 @@ fn every_workload_completes_requests_without_errors_on_sqlite() {
     let output = Command::new(bench)
         .args(["--workload", "all", "--database", "sqlite"])
         .args(["--connections", "2", "--duration", "1", "--warmup", "0"])
-        .args(["--server-log", "warn"])
+        .args(["--server-log", "warn", "--ceiling-seconds", "0.5"])
         .arg("--server-bin")
         .arg(&server)
         .arg("--json")
@@ -57,6 +57,14 @@ fn every_workload_completes_requests_without_errors_on_sqlite() {
         );
         assert!(
             result["p50_ms"].as_f64().unwrap() <= result["max_ms"].as_f64().unwrap(),
+            "{result}"
+        );
+        assert!(
+            result["ceiling_signs_per_cpu_s"].as_f64().unwrap() > 0.0,
+            "{result}"
+        );
+        assert!(
+            result["ceiling_percent"].as_f64().unwrap() > 0.0,
             "{result}"
         );
     }
