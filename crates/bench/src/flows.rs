@@ -83,16 +83,69 @@ fn random_bytes() -> Result<[u8; 32]> {
     Ok(bytes)
 }
 
-/// One whole sign-in as a browser and a public client do it: `GET /oauth/authorize` with
-/// `prompt=login` (so a session kept in the jar does not skip the sign-in page), the sign-in
-/// form, the consent form (allow, the bench organization, every requested scope), and the
-/// code exchange, as `username`.
+/// An authorization code with the PKCE verifier its request was made with.
+#[derive(Debug, Clone)]
+pub struct Code {
+    pub code: String,
+    verifier: String,
+}
+
+/// One whole sign-in as a browser and a public client do it: [`sign_in`], then the code
+/// exchange, as `username`.
 pub async fn login(
     browser: &Client,
     target: &Target,
     username: &str,
     scope: &str,
 ) -> Result<Tokens> {
+    let code = sign_in(browser, target, username, scope).await?;
+    exchange(browser, target, &code).await
+}
+
+/// `GET /oauth/authorize` with `prompt=login` (so a session kept in the jar does not skip the
+/// sign-in page), the sign-in form, and the consent: a code, and a session in the jar.
+pub async fn sign_in(
+    browser: &Client,
+    target: &Target,
+    username: &str,
+    scope: &str,
+) -> Result<Code> {
+    let started = authorize(browser, target, scope).await?;
+    let signin = form_fields(&started.page)?;
+    let fields = [
+        ("tenant", signin.tenant.as_str()),
+        ("request", &signin.request),
+        ("csrf", &signin.csrf),
+        ("username", username),
+        ("password", &target.password),
+    ];
+    let url = format!("{}/oauth/signin", target.issuer);
+    let response = browser.post(&url).form(&fields).send().await;
+    let page = expect_page(response.context("sign-in")?, "sign-in", Page::Consent).await?;
+    consent(browser, target, scope, Started { page, ..started }).await
+}
+
+/// `grant_type=authorization_code` as a public client with PKCE (RFC 6749 §4.1.3, RFC 7636
+/// §4.5).
+pub async fn exchange(client: &Client, target: &Target, code: &Code) -> Result<Tokens> {
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code.code.as_str()),
+        ("redirect_uri", &target.redirect_uri),
+        ("code_verifier", &code.verifier),
+        ("client_id", &target.client_id),
+    ];
+    token_request(client, target, &fields, "code exchange").await
+}
+
+/// An authorization request the server answered with a page.
+struct Started {
+    pkce: Pkce,
+    state: String,
+    page: String,
+}
+
+async fn authorize(browser: &Client, target: &Target, scope: &str) -> Result<Started> {
     let pkce = pkce()?;
     let state = random_value()?;
     let nonce = random_value()?;
@@ -111,20 +164,13 @@ pub async fn login(
     ]);
     let response = browser.get(authorize).send().await.context("authorize")?;
     let page = expect_page(response, "authorize", Page::SignIn).await?;
+    Ok(Started { pkce, state, page })
+}
 
-    let signin = form_fields(&page)?;
-    let fields = [
-        ("tenant", signin.tenant.as_str()),
-        ("request", &signin.request),
-        ("csrf", &signin.csrf),
-        ("username", username),
-        ("password", &target.password),
-    ];
-    let url = format!("{}/oauth/signin", target.issuer);
-    let response = browser.post(&url).form(&fields).send().await;
-    let page = expect_page(response.context("sign-in")?, "sign-in", Page::Consent).await?;
-
-    let consent = form_fields(&page)?;
+/// Posts the consent page's form (allow, the bench organization, every requested scope) and
+/// reads the code from the redirect.
+async fn consent(browser: &Client, target: &Target, scope: &str, started: Started) -> Result<Code> {
+    let consent = form_fields(&started.page)?;
     let mut fields = vec![
         ("tenant", consent.tenant.as_str()),
         ("request", &consent.request),
@@ -135,16 +181,11 @@ pub async fn login(
     fields.extend(scope.split_whitespace().map(|s| ("scope", s)));
     let url = format!("{}/oauth/authorize", target.issuer);
     let response = browser.post(&url).form(&fields).send().await;
-    let code = code_from_redirect(response.context("consent")?, &state).await?;
-
-    let fields = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", &target.redirect_uri),
-        ("code_verifier", &pkce.verifier),
-        ("client_id", &target.client_id),
-    ];
-    token_request(browser, target, &fields, "code exchange").await
+    let code = code_from_redirect(response.context("consent")?, &started.state).await?;
+    Ok(Code {
+        code,
+        verifier: started.pkce.verifier,
+    })
 }
 
 /// `grant_type=refresh_token` (RFC 6749 §6); the answer carries the next token of the chain.
