@@ -3,6 +3,7 @@
 //! workload on its own, then prints a table and optionally writes JSON.
 
 mod ceiling;
+mod connection;
 mod flows;
 mod html;
 mod provision;
