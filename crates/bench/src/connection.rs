@@ -1,13 +1,14 @@
 //! One connection of a workload: its own HTTP client and user, and the request (or flow) it
 //! repeats.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
-use crate::flows::{self, expect_status, Target, Tokens};
+use crate::flows::{self, expect_status, Code, Target, Tokens};
 use crate::provision::{JOBS, JOBS_QUERY};
 use crate::workloads::{Shared, Workload, LOGIN_SCOPE};
 
@@ -23,6 +24,16 @@ pub enum Connection {
         target: Arc<Target>,
         username: String,
         refresh_token: String,
+    },
+    Exchange {
+        /// Signed in, to mint the codes.
+        browser: Client,
+        /// The client app redeeming them.
+        client: Client,
+        target: Arc<Target>,
+        /// Oldest first, each with its PKCE verifier.
+        codes: VecDeque<Code>,
+        minted: usize,
     },
     Userinfo {
         client: Client,
@@ -58,6 +69,18 @@ impl Connection {
                 target,
                 username,
             },
+            Workload::Exchange => {
+                let browser = flows::browser()?;
+                // For the session the codes are minted in.
+                flows::login(&browser, &target, &username, LOGIN_SCOPE).await?;
+                Connection::Exchange {
+                    browser,
+                    client: flows::app_client()?,
+                    target,
+                    codes: VecDeque::new(),
+                    minted: 0,
+                }
+            }
             Workload::Userinfo => Connection::Userinfo {
                 client: flows::app_client()?,
                 url: format!("{}/oauth/userinfo", target.issuer),
@@ -94,6 +117,23 @@ impl Connection {
                     .refresh_token
                     .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
             }
+            Connection::Exchange {
+                client,
+                target,
+                codes,
+                minted,
+                ..
+            } => {
+                let code = codes.pop_front().ok_or_else(|| {
+                    anyhow!(
+                        "code exchange: all {minted} codes minted for this connection are spent"
+                    )
+                })?;
+                let tokens = flows::exchange(client, target, &code).await?;
+                if tokens.id_token.is_none() {
+                    bail!("code exchange: no ID token for a request with scope openid");
+                }
+            }
             Connection::Userinfo { client, url, token } => {
                 let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
                 let response = expect_status(response?, StatusCode::OK, "userinfo").await?;
@@ -119,17 +159,41 @@ impl Connection {
         Ok(())
     }
 
-    /// After a failure: a refresh chain is broken (its token may be spent or its grant
-    /// revoked), so it starts a new one; the others just go on.
-    pub async fn recover(&mut self) -> Result<()> {
-        if let Connection::Refresh {
+    /// Mints `count` codes into an exchange connection's pool; the others need none.
+    pub async fn mint(&mut self, count: usize) -> Result<()> {
+        if let Connection::Exchange {
+            browser,
             target,
-            username,
-            refresh_token,
+            codes,
+            minted,
             ..
         } = self
         {
-            *refresh_token = first_refresh_token(target, username).await?;
+            for _ in 0..count {
+                codes.push_back(flows::mint(browser, target, LOGIN_SCOPE).await?);
+                *minted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: a refresh chain is broken (its token may be spent or its grant
+    /// revoked), so it starts a new one; an exchange connection goes on with its next code,
+    /// and stops when none is left; the others just go on.
+    pub async fn recover(&mut self) -> Result<()> {
+        match self {
+            Connection::Refresh {
+                target,
+                username,
+                refresh_token,
+                ..
+            } => {
+                *refresh_token = first_refresh_token(target, username).await?;
+            }
+            Connection::Exchange { codes, .. } if codes.is_empty() => {
+                bail!("no codes left");
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! The OAuth steps a workload repeats, driven without a browser: the authorization code flow
-//! with PKCE (authorize, sign in, consent, code exchange) and the refresh grant.
+//! with PKCE (authorize, sign in, consent, code exchange), a code for a browser already
+//! signed in (authorize, consent), and the refresh grant.
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub struct Target {
 pub struct Tokens {
     pub access_token: String,
     pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
 }
 
 /// A request that hangs this long is an error, not a latency.
@@ -110,7 +112,7 @@ pub async fn sign_in(
     username: &str,
     scope: &str,
 ) -> Result<Code> {
-    let started = authorize(browser, target, scope).await?;
+    let started = authorize(browser, target, scope, Prompt::Login).await?;
     let signin = form_fields(&started.page)?;
     let fields = [
         ("tenant", signin.tenant.as_str()),
@@ -123,6 +125,14 @@ pub async fn sign_in(
     let response = browser.post(&url).form(&fields).send().await;
     let page = expect_page(response.context("sign-in")?, "sign-in", Page::Consent).await?;
     consent(browser, target, scope, Started { page, ..started }).await
+}
+
+/// A code for a browser already signed in: `GET /oauth/authorize` reuses the session and
+/// shows the consent page (always asked, as the user picks an organization), then the
+/// consent.
+pub async fn mint(browser: &Client, target: &Target, scope: &str) -> Result<Code> {
+    let started = authorize(browser, target, scope, Prompt::Session).await?;
+    consent(browser, target, scope, started).await
 }
 
 /// `grant_type=authorization_code` as a public client with PKCE (RFC 6749 §4.1.3, RFC 7636
@@ -138,6 +148,15 @@ pub async fn exchange(client: &Client, target: &Target, code: &Code) -> Result<T
     token_request(client, target, &fields, "code exchange").await
 }
 
+/// Whether the authorization request may reuse the browser's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prompt {
+    /// `prompt=login`: the sign-in page, always.
+    Login,
+    /// No `prompt`: the consent page for a browser signed in.
+    Session,
+}
+
 /// An authorization request the server answered with a page.
 struct Started {
     pkce: Pkce,
@@ -145,7 +164,12 @@ struct Started {
     page: String,
 }
 
-async fn authorize(browser: &Client, target: &Target, scope: &str) -> Result<Started> {
+async fn authorize(
+    browser: &Client,
+    target: &Target,
+    scope: &str,
+    prompt: Prompt,
+) -> Result<Started> {
     let pkce = pkce()?;
     let state = random_value()?;
     let nonce = random_value()?;
@@ -160,10 +184,16 @@ async fn authorize(browser: &Client, target: &Target, scope: &str) -> Result<Sta
         ("code_challenge_method", "S256"),
         ("state", &state),
         ("nonce", &nonce),
-        ("prompt", "login"),
     ]);
+    let expected = match prompt {
+        Prompt::Login => {
+            authorize.query_pairs_mut().append_pair("prompt", "login");
+            Page::SignIn
+        }
+        Prompt::Session => Page::Consent,
+    };
     let response = browser.get(authorize).send().await.context("authorize")?;
-    let page = expect_page(response, "authorize", Page::SignIn).await?;
+    let page = expect_page(response, "authorize", expected).await?;
     Ok(Started { pkce, state, page })
 }
 

@@ -3,6 +3,7 @@
 //! workload on its own, then prints a table and optionally writes JSON.
 
 mod ceiling;
+mod codes;
 mod connection;
 mod flows;
 mod html;
@@ -85,6 +86,7 @@ fn ceiling_seconds(value: &str) -> Result<f64, String> {
 enum WorkloadChoice {
     Login,
     Refresh,
+    Exchange,
     Userinfo,
     Api,
     All,
@@ -95,6 +97,7 @@ impl Workload {
         match self {
             Workload::Login => WorkloadChoice::Login,
             Workload::Refresh => WorkloadChoice::Refresh,
+            Workload::Exchange => WorkloadChoice::Exchange,
             Workload::Userinfo => WorkloadChoice::Userinfo,
             Workload::Api => WorkloadChoice::Api,
         }
@@ -187,14 +190,26 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         }
         _ => None,
     };
+    let timing = Timing {
+        connections: usize::from(cli.connections),
+        warmup: Duration::from_secs(cli.warmup),
+        duration: Duration::from_secs(cli.duration),
+    };
+    if workloads.contains(&Workload::Exchange) {
+        codes::check_run_length(timing.run_length())?;
+        if ceiling.is_none() {
+            bail!("the exchange workload sizes its pool of codes from the signing ceiling: give --ceiling-seconds above 0");
+        }
+    }
     let plan = Plan {
         workloads,
-        timing: Timing {
-            connections: usize::from(cli.connections),
-            warmup: Duration::from_secs(cli.warmup),
-            duration: Duration::from_secs(cli.duration),
-        },
+        timing,
         ceiling,
+        // An unpinned server inherits this process's CPUs.
+        server_cores: match server_cpus.len() {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        },
     };
     let mut rows = Vec::new();
     for backend in &cli.database {
@@ -215,6 +230,8 @@ struct Plan {
     workloads: Vec<Workload>,
     timing: Timing,
     ceiling: Option<CeilingSettings>,
+    /// The CPUs the server may run on.
+    server_cores: usize,
 }
 
 /// How to measure the RSA-signing ceiling before each workload.
@@ -362,7 +379,16 @@ async fn measure(
             timing.warmup,
             timing.duration
         );
-        let measured = workloads::run(*workload, &shared, server, timing).await?;
+        // No server answers faster than its cores can sign, so this bounds the exchanges.
+        let codes = match (workload, &ceiling) {
+            (Workload::Exchange, Some(ceiling)) => codes::per_connection(
+                ceiling.token_responses_per_core() * plan.server_cores as f64,
+                timing.run_length(),
+                timing.connections,
+            ),
+            _ => 0,
+        };
+        let measured = workloads::run(*workload, &shared, server, timing, codes).await?;
         rows.push(Row::new(
             *workload,
             backend.name(),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio::time::Instant;
 
+use crate::codes;
 use crate::connection::Connection;
 use crate::flows::Target;
 use crate::server::{own_cpu_time, Server};
@@ -18,6 +19,8 @@ pub enum Workload {
     Login,
     /// Refresh-token grants, each connection following its own rotation chain.
     Refresh,
+    /// Code exchanges alone, with codes minted before the warm-up by a signed-in browser.
+    Exchange,
     /// `GET /oauth/userinfo` with one shared access token.
     Userinfo,
     /// A GraphQL page of 20 jobs with their work orders and assignees.
@@ -25,9 +28,10 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 5] = [
         Workload::Login,
         Workload::Refresh,
+        Workload::Exchange,
         Workload::Userinfo,
         Workload::Api,
     ];
@@ -36,6 +40,7 @@ impl Workload {
         match self {
             Workload::Login => "login",
             Workload::Refresh => "refresh",
+            Workload::Exchange => "exchange",
             Workload::Userinfo => "userinfo",
             Workload::Api => "api",
         }
@@ -60,6 +65,13 @@ pub struct Timing {
     pub duration: Duration,
 }
 
+impl Timing {
+    /// The warm-up and the measured window.
+    pub fn run_length(&self) -> Duration {
+        self.warmup + self.duration
+    }
+}
+
 /// What one workload's measured window saw.
 #[derive(Debug, Default)]
 pub struct Measured {
@@ -78,16 +90,20 @@ pub struct Measured {
 const ERROR_SAMPLES: usize = 5;
 
 /// Runs `workload` with `timing.connections` connections; the CPU times are read at the
-/// window's two edges.
+/// window's two edges. An exchange connection first mints `codes_per_connection` codes.
 pub async fn run(
     workload: Workload,
     shared: &Shared,
     server: &Server,
     timing: Timing,
+    codes_per_connection: usize,
 ) -> Result<Measured> {
     let mut connections = Vec::with_capacity(timing.connections);
     for index in 0..timing.connections {
         connections.push(Connection::open(workload, shared, index).await?);
+    }
+    if workload == Workload::Exchange {
+        connections = codes::mint(connections, codes_per_connection, timing.run_length()).await?;
     }
     let start = Instant::now();
     let from = start + timing.warmup;

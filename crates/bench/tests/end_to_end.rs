@@ -46,7 +46,10 @@ fn every_workload_completes_requests_without_errors_on_sqlite() {
         .iter()
         .map(|r| r["workload"].as_str().unwrap())
         .collect();
-    assert_eq!(workloads, ["login", "refresh", "userinfo", "api"]);
+    assert_eq!(
+        workloads,
+        ["login", "refresh", "exchange", "userinfo", "api"]
+    );
     for result in results {
         assert_eq!(result["backend"], "sqlite", "{result}");
         assert!(result["requests"].as_u64().unwrap() > 0, "{result}");
