@@ -7,6 +7,7 @@ mod codes;
 mod connection;
 mod flows;
 mod html;
+mod pacing;
 mod provision;
 mod report;
 mod server;
@@ -25,6 +26,7 @@ use store::testing::TestDatabase;
 
 use crate::ceiling::{Ceiling, Signer};
 use crate::flows::Target;
+use crate::pacing::Mode;
 use crate::report::Row;
 use crate::server::{Server, ServerSettings};
 use crate::workloads::{Shared, Timing, Workload};
@@ -66,6 +68,10 @@ struct Cli {
     /// per-core ceiling the rows are compared with; 0 leaves it out.
     #[arg(long, default_value_t = 2.0, value_parser = ceiling_seconds)]
     ceiling_seconds: f64,
+    /// After each workload's closed-loop run, run it again open-loop at this fraction of the
+    /// requests per second it reached (e.g. `0.8`), timing each request from when it was due.
+    #[arg(long, value_parser = paced_fraction)]
+    paced: Option<f64>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -78,6 +84,13 @@ fn ceiling_seconds(value: &str) -> Result<f64, String> {
     match value.parse::<f64>() {
         Ok(seconds) if (0.0..=60.0).contains(&seconds) => Ok(seconds),
         _ => Err("expected seconds from 0 to 60".to_owned()),
+    }
+}
+
+fn paced_fraction(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(fraction) if fraction > 0.0 && fraction <= 1.0 => Ok(fraction),
+        _ => Err("expected a fraction above 0 and at most 1, e.g. 0.8".to_owned()),
     }
 }
 
@@ -133,8 +146,9 @@ async fn main() -> ExitCode {
         Ok(rows) => {
             for row in rows.iter().filter(|r| r.errors > 0) {
                 eprintln!(
-                    "error: {} on {}: {} failed requests, e.g.:",
+                    "error: {} ({}) on {}: {} failed requests, e.g.:",
                     row.workload.name(),
+                    row.mode,
                     row.backend,
                     row.errors
                 );
@@ -205,6 +219,7 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         workloads,
         timing,
         ceiling,
+        paced: cli.paced,
         // An unpinned server inherits this process's CPUs.
         server_cores: match server_cpus.len() {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -230,6 +245,7 @@ struct Plan {
     workloads: Vec<Workload>,
     timing: Timing,
     ceiling: Option<CeilingSettings>,
+    paced: Option<f64>,
     /// The CPUs the server may run on.
     server_cores: usize,
 }
@@ -366,36 +382,87 @@ async fn measure(
     };
     let mut rows = Vec::new();
     for workload in &plan.workloads {
-        // Before the connections open: the server is idle then.
-        let ceiling = match &plan.ceiling {
-            Some(settings) => Some(settings.measure(backend).await?),
-            None => None,
-        };
-        eprintln!(
-            "{}: {} with {} connections, {:?} warm-up, {:?} measured",
-            backend.name(),
-            workload.name(),
-            timing.connections,
-            timing.warmup,
-            timing.duration
-        );
-        // No server answers faster than its cores can sign, so this bounds the exchanges.
-        let codes = match (workload, &ceiling) {
-            (Workload::Exchange, Some(ceiling)) => codes::per_connection(
-                ceiling.token_responses_per_core() * plan.server_cores as f64,
-                timing.run_length(),
-                timing.connections,
-            ),
-            _ => 0,
-        };
-        let measured = workloads::run(*workload, &shared, server, timing, codes).await?;
-        rows.push(Row::new(
-            *workload,
-            backend.name(),
-            timing.connections,
-            measured,
-            ceiling.as_ref(),
-        ));
+        rows.extend(measure_workload(server, &shared, backend, plan, *workload).await?);
     }
     Ok(rows)
+}
+
+/// One workload's closed-loop row, and its paced row if asked for.
+async fn measure_workload(
+    server: &Server,
+    shared: &Shared,
+    backend: Backend,
+    plan: &Plan,
+    workload: Workload,
+) -> Result<Vec<Row>> {
+    let timing = plan.timing;
+    // Before the connections open: the server is idle then.
+    let ceiling = match &plan.ceiling {
+        Some(settings) => Some(settings.measure(backend).await?),
+        None => None,
+    };
+    eprintln!(
+        "{}: {} with {} connections, {:?} warm-up, {:?} measured",
+        backend.name(),
+        workload.name(),
+        timing.connections,
+        timing.warmup,
+        timing.duration
+    );
+    // No server answers faster than its cores can sign, so this bounds the exchanges.
+    let codes = match (workload, &ceiling) {
+        (Workload::Exchange, Some(ceiling)) => codes::per_connection(
+            ceiling.token_responses_per_core() * plan.server_cores as f64,
+            timing.run_length(),
+            timing.connections,
+        ),
+        _ => 0,
+    };
+    let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
+    let max = Row::new(
+        workload,
+        backend.name(),
+        Mode::Max,
+        timing.connections,
+        measured,
+        ceiling.as_ref(),
+    );
+    let max_rate = max.requests_per_s;
+    let Some(fraction) = plan.paced else {
+        return Ok(vec![max]);
+    };
+    if max_rate <= 0.0 {
+        bail!(
+            "{}: no request completed in the closed loop, so there is no rate to pace at",
+            workload.name()
+        );
+    }
+    let mode = Mode::Paced {
+        fraction,
+        rate: fraction * max_rate,
+    };
+    eprintln!(
+        "{}: {} {} of {max_rate:.1} requests/s",
+        backend.name(),
+        workload.name(),
+        mode.label()
+    );
+    let codes = match workload {
+        Workload::Exchange => {
+            codes::per_connection(fraction * max_rate, timing.run_length(), timing.connections)
+        }
+        _ => 0,
+    };
+    let measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
+    // The ceiling measured before the closed loop, not a new one: the two rows' ratios
+    // then share a denominator, so a difference between them is the server's.
+    let paced = Row::new(
+        workload,
+        backend.name(),
+        mode,
+        timing.connections,
+        measured,
+        ceiling.as_ref(),
+    );
+    Ok(vec![max, paced])
 }

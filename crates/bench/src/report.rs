@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::ceiling::{percent_of_ceiling, Ceiling};
+use crate::pacing::Mode;
 use crate::stats::{millis, summarize};
 use crate::workloads::{Measured, Workload};
 
@@ -14,6 +15,12 @@ use crate::workloads::{Measured, Workload};
 pub struct Row {
     pub workload: Workload,
     pub backend: String,
+    /// `max` for the closed loop, `paced 80%` for a paced run at 80% of it.
+    pub mode: String,
+    /// A paced run's fraction of the closed loop's requests per second, and the rate it
+    /// aimed at over all connections.
+    pub paced_fraction: Option<f64>,
+    pub target_requests_per_s: Option<f64>,
     pub connections: usize,
     pub duration_s: f64,
     pub requests: usize,
@@ -43,6 +50,7 @@ impl Row {
     pub fn new(
         workload: Workload,
         backend: &str,
+        mode: Mode,
         connections: usize,
         measured: Measured,
         ceiling: Option<&Ceiling>,
@@ -59,9 +67,16 @@ impl Row {
             n => millis(measured.server_cpu) / n as f64,
         };
         let signs_per_cpu_s = ceiling.map(Ceiling::per_cpu_second);
+        let (paced_fraction, target_requests_per_s) = match mode {
+            Mode::Max => (None, None),
+            Mode::Paced { fraction, rate } => (Some(fraction), Some(rate)),
+        };
         Row {
             workload,
             backend: backend.to_owned(),
+            mode: mode.label(),
+            paced_fraction,
+            target_requests_per_s,
             connections,
             duration_s: window,
             requests,
@@ -88,6 +103,7 @@ pub fn table(rows: &[Row]) -> String {
     let header = [
         "workload",
         "backend",
+        "mode",
         "conns",
         "secs",
         "requests",
@@ -109,6 +125,7 @@ pub fn table(rows: &[Row]) -> String {
             vec![
                 r.workload.name().to_owned(),
                 r.backend.clone(),
+                r.mode.clone(),
                 r.connections.to_string(),
                 format!("{:.1}", r.duration_s),
                 r.requests.to_string(),
@@ -138,7 +155,7 @@ pub fn table(rows: &[Row]) -> String {
             .enumerate()
             // Names left-aligned, figures right-aligned.
             .map(|(i, (v, w))| match i {
-                0 | 1 => format!("{v:<w$}"),
+                0..=2 => format!("{v:<w$}"),
                 _ => format!("{v:>w$}"),
             })
             .collect();
@@ -149,7 +166,7 @@ pub fn table(rows: &[Row]) -> String {
         .iter()
         .enumerate()
         .map(|(i, w)| match i {
-            0 | 1 => "-".repeat(w + 2),
+            0..=2 => "-".repeat(w + 2),
             _ => format!("{}:", "-".repeat(w + 1)),
         })
         .collect();
@@ -229,7 +246,14 @@ mod tests {
             wall: Duration::from_secs(1),
             pinned_cpu: Some(0),
         };
-        let row = Row::new(Workload::Userinfo, "sqlite", 4, measured, Some(&ceiling));
+        let row = Row::new(
+            Workload::Userinfo,
+            "sqlite",
+            Mode::Max,
+            4,
+            measured,
+            Some(&ceiling),
+        );
         assert_eq!(row.requests, 400);
         assert_eq!(row.requests_per_s, 200.0);
         assert_eq!(row.server_cpu_ms_per_request, 2.5);
@@ -241,11 +265,53 @@ mod tests {
         // 2.5 ms per request is 400 per core-second; the ceiling is 1000 responses.
         assert_eq!(row.ceiling_percent, Some(40.0));
         let table = table(&[row]);
-        assert!(table.contains("| userinfo | sqlite  |"), "{table}");
+        assert!(table.contains("| userinfo | sqlite  | max  |"), "{table}");
         assert!(
             table.ends_with("|            2000 |      40.0 |"),
             "{table}"
         );
         assert_eq!(table.lines().count(), 3, "{table}");
+    }
+
+    #[test]
+    fn a_paced_row_says_so_and_keeps_its_target() {
+        let measured = || Measured {
+            latencies: vec![Duration::from_millis(3); 100],
+            elapsed: Duration::from_secs(1),
+            server_cpu: Duration::from_millis(300),
+            ..Measured::default()
+        };
+        let max = Row::new(Workload::Refresh, "sqlite", Mode::Max, 2, measured(), None);
+        let paced = Mode::Paced {
+            fraction: 0.8,
+            rate: 80.0,
+        };
+        let paced = Row::new(Workload::Refresh, "sqlite", paced, 2, measured(), None);
+        assert_eq!(
+            (max.paced_fraction, max.target_requests_per_s),
+            (None, None)
+        );
+        assert_eq!(paced.mode, "paced 80%");
+        assert_eq!(paced.paced_fraction, Some(0.8));
+        assert_eq!(paced.target_requests_per_s, Some(80.0));
+        let table = table(&[max, paced]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].starts_with("| workload | backend | mode      | conns |"),
+            "{table}"
+        );
+        assert!(
+            lines[2].starts_with("| refresh  | sqlite  | max       |"),
+            "{table}"
+        );
+        assert!(
+            lines[3].starts_with("| refresh  | sqlite  | paced 80% |"),
+            "{table}"
+        );
+        // Without a ceiling its columns are dashes.
+        assert!(
+            lines[3].ends_with("|               - |         - |"),
+            "{table}"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! The workloads, each on its own: closed-loop connections that repeat one request (or
-//! one whole flow) through a warm-up and a measured window, and what the window saw.
+//! The workloads, each on its own: connections that repeat one request (or one whole flow)
+//! through a warm-up and a measured window, closed-loop or paced, and what the window saw.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::codes;
 use crate::connection::Connection;
 use crate::flows::Target;
+use crate::pacing::{Mode, Schedule};
 use crate::server::{own_cpu_time, Server};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -89,15 +90,25 @@ pub struct Measured {
 
 const ERROR_SAMPLES: usize = 5;
 
-/// Runs `workload` with `timing.connections` connections; the CPU times are read at the
-/// window's two edges. An exchange connection first mints `codes_per_connection` codes.
+/// Runs `workload` with `timing.connections` connections, closed-loop or paced; the CPU
+/// times are read at the window's two edges. An exchange connection first mints
+/// `codes_per_connection` codes.
 pub async fn run(
     workload: Workload,
     shared: &Shared,
     server: &Server,
     timing: Timing,
+    mode: Mode,
     codes_per_connection: usize,
 ) -> Result<Measured> {
+    let schedules = match mode {
+        Mode::Max => None,
+        Mode::Paced { rate, .. } => Some(
+            (0..timing.connections)
+                .map(|index| Schedule::for_connection(index, timing.connections, rate))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
     let mut connections = Vec::with_capacity(timing.connections);
     for index in 0..timing.connections {
         connections.push(Connection::open(workload, shared, index).await?);
@@ -108,10 +119,19 @@ pub async fn run(
     let start = Instant::now();
     let from = start + timing.warmup;
     let to = from + timing.duration;
-    let tasks: Vec<_> = connections
-        .into_iter()
-        .map(|connection| tokio::spawn(drive(connection, from, to)))
-        .collect();
+    let tasks: Vec<_> = match schedules {
+        None => connections
+            .into_iter()
+            .map(|connection| tokio::spawn(drive(connection, from, to)))
+            .collect(),
+        Some(schedules) => connections
+            .into_iter()
+            .zip(schedules)
+            .map(|(connection, schedule)| {
+                tokio::spawn(drive_paced(connection, schedule, start, from, to))
+            })
+            .collect(),
+    };
 
     tokio::time::sleep_until(from).await;
     let (server_from, own_from, at_from) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
@@ -143,6 +163,25 @@ struct ConnectionLog {
     error_samples: Vec<String>,
 }
 
+impl ConnectionLog {
+    /// Counts a failure and lets the connection recover; `false` when it cannot go on.
+    async fn failed(&mut self, error: anyhow::Error, connection: &mut Connection) -> bool {
+        self.errors += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(format!("{error:#}"));
+        }
+        match connection.recover().await {
+            Ok(()) => true,
+            Err(error) => {
+                self.errors += 1;
+                self.error_samples
+                    .push(format!("cannot recover: {error:#}"));
+                false
+            }
+        }
+    }
+}
+
 /// Repeats the connection's request until the window closes; keeps the latencies of the
 /// requests that complete inside `[from, to]`, so the edges balance out as in a steady state.
 async fn drive(mut connection: Connection, from: Instant, to: Instant) -> ConnectionLog {
@@ -155,13 +194,41 @@ async fn drive(mut connection: Connection, from: Instant, to: Instant) -> Connec
             Ok(()) if finished >= from && finished <= to => log.latencies.push(finished - started),
             Ok(()) => {}
             Err(error) => {
-                log.errors += 1;
-                if log.error_samples.len() < ERROR_SAMPLES {
-                    log.error_samples.push(format!("{error:#}"));
+                if !log.failed(error, &mut connection).await {
+                    break;
                 }
-                if let Err(error) = connection.recover().await {
-                    log.errors += 1;
-                    log.error_samples.push(format!("cannot recover: {error:#}"));
+            }
+        }
+    }
+    log
+}
+
+/// Sends on the connection's schedule (offsets from `start`) until the window closes; keeps
+/// the latencies, from the due instant, of the requests due inside `[from, to)`, however late
+/// they are answered. Nothing is sent after `to`, so a connection that fell behind shows as
+/// fewer requests than the target rate.
+async fn drive_paced(
+    mut connection: Connection,
+    mut schedule: Schedule,
+    start: Instant,
+    from: Instant,
+    to: Instant,
+) -> ConnectionLog {
+    let mut log = ConnectionLog::default();
+    loop {
+        let slot = schedule.next(Instant::now().saturating_duration_since(start));
+        let (due, send_at) = (start + slot.due, start + slot.send_at);
+        if send_at >= to {
+            break;
+        }
+        tokio::time::sleep_until(send_at).await;
+        let outcome = connection.once().await;
+        let finished = Instant::now();
+        match outcome {
+            Ok(()) if due >= from => log.latencies.push(finished.saturating_duration_since(due)),
+            Ok(()) => {}
+            Err(error) => {
+                if !log.failed(error, &mut connection).await {
                     break;
                 }
             }
