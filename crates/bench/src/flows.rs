@@ -1,5 +1,6 @@
 //! The OAuth steps a workload repeats, driven without a browser: the authorization code flow
-//! with PKCE (authorize, sign in, consent, code exchange) and the refresh grant.
+//! with PKCE (authorize, sign in, consent, code exchange), a code for a browser already
+//! signed in (authorize, consent), and the refresh grant.
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub struct Target {
 pub struct Tokens {
     pub access_token: String,
     pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
 }
 
 /// A request that hangs this long is an error, not a latency.
@@ -83,16 +85,91 @@ fn random_bytes() -> Result<[u8; 32]> {
     Ok(bytes)
 }
 
-/// One whole sign-in as a browser and a public client do it: `GET /oauth/authorize` with
-/// `prompt=login` (so a session kept in the jar does not skip the sign-in page), the sign-in
-/// form, the consent form (allow, the bench organization, every requested scope), and the
-/// code exchange, as `username`.
+/// An authorization code with the PKCE verifier its request was made with.
+#[derive(Debug, Clone)]
+pub struct Code {
+    pub code: String,
+    verifier: String,
+}
+
+/// One whole sign-in as a browser and a public client do it: [`sign_in`], then the code
+/// exchange, as `username`.
 pub async fn login(
     browser: &Client,
     target: &Target,
     username: &str,
     scope: &str,
 ) -> Result<Tokens> {
+    let code = sign_in(browser, target, username, scope).await?;
+    exchange(browser, target, &code).await
+}
+
+/// `GET /oauth/authorize` with `prompt=login` (so a session kept in the jar does not skip the
+/// sign-in page), the sign-in form, and the consent: a code, and a session in the jar.
+pub async fn sign_in(
+    browser: &Client,
+    target: &Target,
+    username: &str,
+    scope: &str,
+) -> Result<Code> {
+    let started = authorize(browser, target, scope, Prompt::Login).await?;
+    let signin = form_fields(&started.page)?;
+    let fields = [
+        ("tenant", signin.tenant.as_str()),
+        ("request", &signin.request),
+        ("csrf", &signin.csrf),
+        ("username", username),
+        ("password", &target.password),
+    ];
+    let url = format!("{}/oauth/signin", target.issuer);
+    let response = browser.post(&url).form(&fields).send().await;
+    let page = expect_page(response.context("sign-in")?, "sign-in", Page::Consent).await?;
+    consent(browser, target, scope, Started { page, ..started }).await
+}
+
+/// A code for a browser already signed in: `GET /oauth/authorize` reuses the session and
+/// shows the consent page (always asked, as the user picks an organization), then the
+/// consent.
+pub async fn mint(browser: &Client, target: &Target, scope: &str) -> Result<Code> {
+    let started = authorize(browser, target, scope, Prompt::Session).await?;
+    consent(browser, target, scope, started).await
+}
+
+/// `grant_type=authorization_code` as a public client with PKCE (RFC 6749 §4.1.3, RFC 7636
+/// §4.5).
+pub async fn exchange(client: &Client, target: &Target, code: &Code) -> Result<Tokens> {
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code.code.as_str()),
+        ("redirect_uri", &target.redirect_uri),
+        ("code_verifier", &code.verifier),
+        ("client_id", &target.client_id),
+    ];
+    token_request(client, target, &fields, "code exchange").await
+}
+
+/// Whether the authorization request may reuse the browser's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prompt {
+    /// `prompt=login`: the sign-in page, always.
+    Login,
+    /// No `prompt`: the consent page for a browser signed in.
+    Session,
+}
+
+/// An authorization request the server answered with a page.
+struct Started {
+    pkce: Pkce,
+    state: String,
+    page: String,
+}
+
+async fn authorize(
+    browser: &Client,
+    target: &Target,
+    scope: &str,
+    prompt: Prompt,
+) -> Result<Started> {
     let pkce = pkce()?;
     let state = random_value()?;
     let nonce = random_value()?;
@@ -107,24 +184,23 @@ pub async fn login(
         ("code_challenge_method", "S256"),
         ("state", &state),
         ("nonce", &nonce),
-        ("prompt", "login"),
     ]);
+    let expected = match prompt {
+        Prompt::Login => {
+            authorize.query_pairs_mut().append_pair("prompt", "login");
+            Page::SignIn
+        }
+        Prompt::Session => Page::Consent,
+    };
     let response = browser.get(authorize).send().await.context("authorize")?;
-    let page = expect_page(response, "authorize", Page::SignIn).await?;
+    let page = expect_page(response, "authorize", expected).await?;
+    Ok(Started { pkce, state, page })
+}
 
-    let signin = form_fields(&page)?;
-    let fields = [
-        ("tenant", signin.tenant.as_str()),
-        ("request", &signin.request),
-        ("csrf", &signin.csrf),
-        ("username", username),
-        ("password", &target.password),
-    ];
-    let url = format!("{}/oauth/signin", target.issuer);
-    let response = browser.post(&url).form(&fields).send().await;
-    let page = expect_page(response.context("sign-in")?, "sign-in", Page::Consent).await?;
-
-    let consent = form_fields(&page)?;
+/// Posts the consent page's form (allow, the bench organization, every requested scope) and
+/// reads the code from the redirect.
+async fn consent(browser: &Client, target: &Target, scope: &str, started: Started) -> Result<Code> {
+    let consent = form_fields(&started.page)?;
     let mut fields = vec![
         ("tenant", consent.tenant.as_str()),
         ("request", &consent.request),
@@ -135,16 +211,11 @@ pub async fn login(
     fields.extend(scope.split_whitespace().map(|s| ("scope", s)));
     let url = format!("{}/oauth/authorize", target.issuer);
     let response = browser.post(&url).form(&fields).send().await;
-    let code = code_from_redirect(response.context("consent")?, &state).await?;
-
-    let fields = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", &target.redirect_uri),
-        ("code_verifier", &pkce.verifier),
-        ("client_id", &target.client_id),
-    ];
-    token_request(browser, target, &fields, "code exchange").await
+    let code = code_from_redirect(response.context("consent")?, &started.state).await?;
+    Ok(Code {
+        code,
+        verifier: started.pkce.verifier,
+    })
 }
 
 /// `grant_type=refresh_token` (RFC 6749 §6); the answer carries the next token of the chain.

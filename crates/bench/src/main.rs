@@ -2,8 +2,12 @@
 //! server on a fresh database, provisions a tenant through the CLI, and measures each
 //! workload on its own, then prints a table and optionally writes JSON.
 
+mod ceiling;
+mod codes;
+mod connection;
 mod flows;
 mod html;
+mod pacing;
 mod provision;
 mod report;
 mod server;
@@ -20,7 +24,9 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use store::testing::TestDatabase;
 
+use crate::ceiling::{Ceiling, Signer};
 use crate::flows::Target;
+use crate::pacing::Mode;
 use crate::report::Row;
 use crate::server::{Server, ServerSettings};
 use crate::workloads::{Shared, Timing, Workload};
@@ -58,6 +64,14 @@ struct Cli {
     /// Pin the server to these CPUs (`taskset -c LIST`, e.g. `0` or `0-1`).
     #[arg(long)]
     server_cpus: Option<String>,
+    /// Seconds of RSA-2048 signing on the server's first CPU before each workload, for the
+    /// per-core ceiling the rows are compared with; 0 leaves it out.
+    #[arg(long, default_value_t = 2.0, value_parser = ceiling_seconds)]
+    ceiling_seconds: f64,
+    /// After each workload's closed-loop run, run it again open-loop at this fraction of the
+    /// requests per second it reached (e.g. `0.8`), timing each request from when it was due.
+    #[arg(long, value_parser = paced_fraction)]
+    paced: Option<f64>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -66,11 +80,26 @@ struct Cli {
     json: Option<PathBuf>,
 }
 
+fn ceiling_seconds(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(seconds) if (0.0..=60.0).contains(&seconds) => Ok(seconds),
+        _ => Err("expected seconds from 0 to 60".to_owned()),
+    }
+}
+
+fn paced_fraction(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(fraction) if fraction > 0.0 && fraction <= 1.0 => Ok(fraction),
+        _ => Err("expected a fraction above 0 and at most 1, e.g. 0.8".to_owned()),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 enum WorkloadChoice {
     Login,
     Refresh,
+    Exchange,
     Userinfo,
     Api,
     All,
@@ -81,6 +110,7 @@ impl Workload {
         match self {
             Workload::Login => WorkloadChoice::Login,
             Workload::Refresh => WorkloadChoice::Refresh,
+            Workload::Exchange => WorkloadChoice::Exchange,
             Workload::Userinfo => WorkloadChoice::Userinfo,
             Workload::Api => WorkloadChoice::Api,
         }
@@ -116,8 +146,9 @@ async fn main() -> ExitCode {
         Ok(rows) => {
             for row in rows.iter().filter(|r| r.errors > 0) {
                 eprintln!(
-                    "error: {} on {}: {} failed requests, e.g.:",
+                    "error: {} ({}) on {}: {} failed requests, e.g.:",
                     row.workload.name(),
+                    row.mode,
                     row.backend,
                     row.errors
                 );
@@ -157,14 +188,47 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
             cli.workload.contains(&WorkloadChoice::All) || cli.workload.contains(&w.choice())
         })
         .collect();
+    let server_cpus = match &cli.server_cpus {
+        Some(list) => ceiling::parse_cpu_list(list).context("--server-cpus")?,
+        None => Vec::new(),
+    };
+    let ceiling = match cli.ceiling_seconds {
+        seconds if seconds > 0.0 => {
+            eprintln!("generating an RSA-2048 key for the signing ceiling");
+            Some(CeilingSettings {
+                signer: Signer::generate().await?,
+                length: Duration::from_secs_f64(seconds),
+                // One core's figure, taken on the core the server will use.
+                cpu: server_cpus.first().copied(),
+            })
+        }
+        _ => None,
+    };
     let timing = Timing {
         connections: usize::from(cli.connections),
         warmup: Duration::from_secs(cli.warmup),
         duration: Duration::from_secs(cli.duration),
     };
+    if workloads.contains(&Workload::Exchange) {
+        codes::check_run_length(timing.run_length())?;
+        if ceiling.is_none() {
+            bail!("the exchange workload sizes its pool of codes from the signing ceiling: give --ceiling-seconds above 0");
+        }
+    }
+    let plan = Plan {
+        workloads,
+        timing,
+        ceiling,
+        paced: cli.paced,
+        // An unpinned server inherits this process's CPUs.
+        server_cores: match server_cpus.len() {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        },
+    };
     let mut rows = Vec::new();
     for backend in &cli.database {
-        let backend_rows = run_backend(cli, *backend, &server_bin, &workloads, timing)
+        let backend_rows = run_backend(cli, *backend, &server_bin, &plan)
             .await
             .with_context(|| format!("on {}", backend.name()))?;
         rows.extend(backend_rows);
@@ -174,6 +238,41 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         report::write_json(path, cli, &report::machine(), &rows)?;
     }
     Ok(rows)
+}
+
+/// What every backend runs.
+struct Plan {
+    workloads: Vec<Workload>,
+    timing: Timing,
+    ceiling: Option<CeilingSettings>,
+    paced: Option<f64>,
+    /// The CPUs the server may run on.
+    server_cores: usize,
+}
+
+/// How to measure the RSA-signing ceiling before each workload.
+struct CeilingSettings {
+    signer: Signer,
+    length: Duration,
+    cpu: Option<usize>,
+}
+
+impl CeilingSettings {
+    async fn measure(&self, backend: Backend) -> Result<Ceiling> {
+        let ceiling = self.signer.measure(self.length, self.cpu).await?;
+        let place = match ceiling.pinned_cpu {
+            Some(cpu) => format!("on CPU {cpu}"),
+            None => "unpinned".to_owned(),
+        };
+        eprintln!(
+            "{}: RSA-2048 ceiling {place}: {:.0} signatures per CPU-second ({:.0} per wall second), {:.0} token responses per core-second",
+            backend.name(),
+            ceiling.per_cpu_second(),
+            ceiling.per_wall_second(),
+            ceiling.token_responses_per_core()
+        );
+        Ok(ceiling)
+    }
 }
 
 /// The database of one backend: the given URL, or a throwaway one dropped with the value.
@@ -214,8 +313,7 @@ async fn run_backend(
     cli: &Cli,
     backend: Backend,
     server_bin: &std::path::Path,
-    workloads: &[Workload],
-    timing: Timing,
+    plan: &Plan,
 ) -> Result<Vec<Row>> {
     // Declared before the server, so it is dropped after the server has stopped.
     let database = Database::open(backend, cli.database_url.as_ref()).await?;
@@ -228,7 +326,7 @@ async fn run_backend(
         bin: server_bin.to_owned(),
         database_url: database.url().to_owned(),
     };
-    let tenant = provision::tenant(&provisioner, timing.connections).await?;
+    let tenant = provision::tenant(&provisioner, plan.timing.connections).await?;
     let settings = ServerSettings {
         bin: server_bin.to_owned(),
         database_url: database.url().to_owned(),
@@ -237,7 +335,7 @@ async fn run_backend(
         log_path: logs.path().join("server.log"),
     };
     let server = Server::start(&settings).await?;
-    let outcome = measure(&server, tenant, backend, workloads, timing).await;
+    let outcome = measure(&server, tenant, backend, plan).await;
     let outcome = match outcome {
         Ok(rows) => Ok(rows),
         Err(error) => Err(error.context(format!("the server's log ends:\n{}", server.log_tail()))),
@@ -252,9 +350,9 @@ async fn measure(
     server: &Server,
     tenant: provision::Tenant,
     backend: Backend,
-    workloads: &[Workload],
-    timing: Timing,
+    plan: &Plan,
 ) -> Result<Vec<Row>> {
+    let timing = plan.timing;
     let usernames: Vec<String> = (0..timing.connections).map(provision::username).collect();
     let first = usernames
         .first()
@@ -273,7 +371,7 @@ async fn measure(
     let browser = flows::browser()?;
     let userinfo = flows::login(&browser, &target, &first, workloads::LOGIN_SCOPE).await?;
     let api = flows::login(&browser, &target, &first, provision::API_SCOPE).await?;
-    if workloads.contains(&Workload::Api) {
+    if plan.workloads.contains(&Workload::Api) {
         eprintln!("{}: seeding the jobs through the API", backend.name());
         provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token).await?;
     }
@@ -283,22 +381,88 @@ async fn measure(
         api_token: api.access_token.into(),
     };
     let mut rows = Vec::new();
-    for workload in workloads {
-        eprintln!(
-            "{}: {} with {} connections, {:?} warm-up, {:?} measured",
-            backend.name(),
-            workload.name(),
-            timing.connections,
-            timing.warmup,
-            timing.duration
-        );
-        let measured = workloads::run(*workload, &shared, server, timing).await?;
-        rows.push(Row::new(
-            *workload,
-            backend.name(),
-            timing.connections,
-            measured,
-        ));
+    for workload in &plan.workloads {
+        rows.extend(measure_workload(server, &shared, backend, plan, *workload).await?);
     }
     Ok(rows)
+}
+
+/// One workload's closed-loop row, and its paced row if asked for.
+async fn measure_workload(
+    server: &Server,
+    shared: &Shared,
+    backend: Backend,
+    plan: &Plan,
+    workload: Workload,
+) -> Result<Vec<Row>> {
+    let timing = plan.timing;
+    // Before the connections open: the server is idle then.
+    let ceiling = match &plan.ceiling {
+        Some(settings) => Some(settings.measure(backend).await?),
+        None => None,
+    };
+    eprintln!(
+        "{}: {} with {} connections, {:?} warm-up, {:?} measured",
+        backend.name(),
+        workload.name(),
+        timing.connections,
+        timing.warmup,
+        timing.duration
+    );
+    // No server answers faster than its cores can sign, so this bounds the exchanges.
+    let codes = match (workload, &ceiling) {
+        (Workload::Exchange, Some(ceiling)) => codes::per_connection(
+            ceiling.token_responses_per_core() * plan.server_cores as f64,
+            timing.run_length(),
+            timing.connections,
+        ),
+        _ => 0,
+    };
+    let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
+    let max = Row::new(
+        workload,
+        backend.name(),
+        Mode::Max,
+        timing.connections,
+        measured,
+        ceiling.as_ref(),
+    );
+    let max_rate = max.requests_per_s;
+    let Some(fraction) = plan.paced else {
+        return Ok(vec![max]);
+    };
+    if max_rate <= 0.0 {
+        bail!(
+            "{}: no request completed in the closed loop, so there is no rate to pace at",
+            workload.name()
+        );
+    }
+    let mode = Mode::Paced {
+        fraction,
+        rate: fraction * max_rate,
+    };
+    eprintln!(
+        "{}: {} {} of {max_rate:.1} requests/s",
+        backend.name(),
+        workload.name(),
+        mode.label()
+    );
+    let codes = match workload {
+        Workload::Exchange => {
+            codes::per_connection(fraction * max_rate, timing.run_length(), timing.connections)
+        }
+        _ => 0,
+    };
+    let measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
+    // The ceiling measured before the closed loop, not a new one: the two rows' ratios
+    // then share a denominator, so a difference between them is the server's.
+    let paced = Row::new(
+        workload,
+        backend.name(),
+        mode,
+        timing.connections,
+        measured,
+        ceiling.as_ref(),
+    );
+    Ok(vec![max, paced])
 }

@@ -6,6 +6,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::ceiling::{percent_of_ceiling, Ceiling};
+use crate::pacing::Mode;
 use crate::stats::{millis, summarize};
 use crate::workloads::{Measured, Workload};
 
@@ -13,6 +15,12 @@ use crate::workloads::{Measured, Workload};
 pub struct Row {
     pub workload: Workload,
     pub backend: String,
+    /// `max` for the closed loop, `paced 80%` for a paced run at 80% of it.
+    pub mode: String,
+    /// A paced run's fraction of the closed loop's requests per second, and the rate it
+    /// aimed at over all connections.
+    pub paced_fraction: Option<f64>,
+    pub target_requests_per_s: Option<f64>,
     pub connections: usize,
     pub duration_s: f64,
     pub requests: usize,
@@ -29,10 +37,24 @@ pub struct Row {
     pub server_cores_busy: f64,
     /// The same for the generator, to tell whether it, not the server, was the limit.
     pub generator_cores_busy: f64,
+    /// The RSA-2048 ceiling measured before the workload: signatures per CPU-second of one
+    /// core, and per wall second.
+    pub ceiling_signs_per_cpu_s: Option<f64>,
+    pub ceiling_signs_per_wall_s: Option<f64>,
+    /// Requests per server core-second as a percentage of the ceiling's token responses per
+    /// core-second (two signatures each).
+    pub ceiling_percent: Option<f64>,
 }
 
 impl Row {
-    pub fn new(workload: Workload, backend: &str, connections: usize, measured: Measured) -> Row {
+    pub fn new(
+        workload: Workload,
+        backend: &str,
+        mode: Mode,
+        connections: usize,
+        measured: Measured,
+        ceiling: Option<&Ceiling>,
+    ) -> Row {
         let window = measured.elapsed.as_secs_f64();
         let summary = summarize(measured.latencies);
         let requests = summary.map_or(0, |s| s.count);
@@ -40,9 +62,21 @@ impl Row {
             summary.as_ref().map_or(0.0, |s| millis(pick(s)))
         };
         let per_second = |value: f64| if window > 0.0 { value / window } else { 0.0 };
+        let server_cpu_ms_per_request = match requests {
+            0 => 0.0,
+            n => millis(measured.server_cpu) / n as f64,
+        };
+        let signs_per_cpu_s = ceiling.map(Ceiling::per_cpu_second);
+        let (paced_fraction, target_requests_per_s) = match mode {
+            Mode::Max => (None, None),
+            Mode::Paced { fraction, rate } => (Some(fraction), Some(rate)),
+        };
         Row {
             workload,
             backend: backend.to_owned(),
+            mode: mode.label(),
+            paced_fraction,
+            target_requests_per_s,
             connections,
             duration_s: window,
             requests,
@@ -53,12 +87,13 @@ impl Row {
             max_ms: ms(|s| s.max),
             errors: measured.errors,
             error_samples: measured.error_samples,
-            server_cpu_ms_per_request: match requests {
-                0 => 0.0,
-                n => millis(measured.server_cpu) / n as f64,
-            },
+            server_cpu_ms_per_request,
             server_cores_busy: per_second(measured.server_cpu.as_secs_f64()),
             generator_cores_busy: per_second(measured.generator_cpu.as_secs_f64()),
+            ceiling_signs_per_cpu_s: signs_per_cpu_s,
+            ceiling_signs_per_wall_s: ceiling.map(Ceiling::per_wall_second),
+            ceiling_percent: signs_per_cpu_s
+                .and_then(|signs| percent_of_ceiling(server_cpu_ms_per_request, signs)),
         }
     }
 }
@@ -68,6 +103,7 @@ pub fn table(rows: &[Row]) -> String {
     let header = [
         "workload",
         "backend",
+        "mode",
         "conns",
         "secs",
         "requests",
@@ -80,6 +116,8 @@ pub fn table(rows: &[Row]) -> String {
         "srv cpu ms/req",
         "srv cores",
         "gen cores",
+        "ceiling signs/s",
+        "ceiling %",
     ];
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -87,6 +125,7 @@ pub fn table(rows: &[Row]) -> String {
             vec![
                 r.workload.name().to_owned(),
                 r.backend.clone(),
+                r.mode.clone(),
                 r.connections.to_string(),
                 format!("{:.1}", r.duration_s),
                 r.requests.to_string(),
@@ -99,6 +138,8 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.3}", r.server_cpu_ms_per_request),
                 format!("{:.2}", r.server_cores_busy),
                 format!("{:.2}", r.generator_cores_busy),
+                optional(r.ceiling_signs_per_cpu_s, 0),
+                optional(r.ceiling_percent, 1),
             ]
         })
         .collect();
@@ -114,7 +155,7 @@ pub fn table(rows: &[Row]) -> String {
             .enumerate()
             // Names left-aligned, figures right-aligned.
             .map(|(i, (v, w))| match i {
-                0 | 1 => format!("{v:<w$}"),
+                0..=2 => format!("{v:<w$}"),
                 _ => format!("{v:>w$}"),
             })
             .collect();
@@ -125,13 +166,17 @@ pub fn table(rows: &[Row]) -> String {
         .iter()
         .enumerate()
         .map(|(i, w)| match i {
-            0 | 1 => "-".repeat(w + 2),
+            0..=2 => "-".repeat(w + 2),
             _ => format!("{}:", "-".repeat(w + 1)),
         })
         .collect();
     out.push(format!("|{}|", rule.join("|")));
     out.extend(cells.into_iter().map(line));
     out.join("\n")
+}
+
+fn optional(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// The machine the figures come from.
@@ -195,15 +240,78 @@ mod tests {
             server_cpu: Duration::from_millis(1000),
             generator_cpu: Duration::from_millis(500),
         };
-        let row = Row::new(Workload::Userinfo, "sqlite", 4, measured);
+        let ceiling = Ceiling {
+            signatures: 1000,
+            cpu: Duration::from_millis(500),
+            wall: Duration::from_secs(1),
+            pinned_cpu: Some(0),
+        };
+        let row = Row::new(
+            Workload::Userinfo,
+            "sqlite",
+            Mode::Max,
+            4,
+            measured,
+            Some(&ceiling),
+        );
         assert_eq!(row.requests, 400);
         assert_eq!(row.requests_per_s, 200.0);
         assert_eq!(row.server_cpu_ms_per_request, 2.5);
         assert_eq!(row.server_cores_busy, 0.5);
         assert_eq!(row.generator_cores_busy, 0.25);
         assert_eq!(row.p99_ms, 2.0);
+        assert_eq!(row.ceiling_signs_per_cpu_s, Some(2000.0));
+        assert_eq!(row.ceiling_signs_per_wall_s, Some(1000.0));
+        // 2.5 ms per request is 400 per core-second; the ceiling is 1000 responses.
+        assert_eq!(row.ceiling_percent, Some(40.0));
         let table = table(&[row]);
-        assert!(table.contains("| userinfo | sqlite  |"), "{table}");
+        assert!(table.contains("| userinfo | sqlite  | max  |"), "{table}");
+        assert!(
+            table.ends_with("|            2000 |      40.0 |"),
+            "{table}"
+        );
         assert_eq!(table.lines().count(), 3, "{table}");
+    }
+
+    #[test]
+    fn a_paced_row_says_so_and_keeps_its_target() {
+        let measured = || Measured {
+            latencies: vec![Duration::from_millis(3); 100],
+            elapsed: Duration::from_secs(1),
+            server_cpu: Duration::from_millis(300),
+            ..Measured::default()
+        };
+        let max = Row::new(Workload::Refresh, "sqlite", Mode::Max, 2, measured(), None);
+        let paced = Mode::Paced {
+            fraction: 0.8,
+            rate: 80.0,
+        };
+        let paced = Row::new(Workload::Refresh, "sqlite", paced, 2, measured(), None);
+        assert_eq!(
+            (max.paced_fraction, max.target_requests_per_s),
+            (None, None)
+        );
+        assert_eq!(paced.mode, "paced 80%");
+        assert_eq!(paced.paced_fraction, Some(0.8));
+        assert_eq!(paced.target_requests_per_s, Some(80.0));
+        let table = table(&[max, paced]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].starts_with("| workload | backend | mode      | conns |"),
+            "{table}"
+        );
+        assert!(
+            lines[2].starts_with("| refresh  | sqlite  | max       |"),
+            "{table}"
+        );
+        assert!(
+            lines[3].starts_with("| refresh  | sqlite  | paced 80% |"),
+            "{table}"
+        );
+        // Without a ceiling its columns are dashes.
+        assert!(
+            lines[3].ends_with("|               - |         - |"),
+            "{table}"
+        );
     }
 }

@@ -1,16 +1,16 @@
-//! The four workloads, each on its own: closed-loop connections that repeat one request (or
-//! one whole flow) through a warm-up and a measured window, and what the window saw.
+//! The workloads, each on its own: connections that repeat one request (or one whole flow)
+//! through a warm-up and a measured window, closed-loop or paced, and what the window saw.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-use reqwest::{Client, StatusCode};
-use serde_json::Value;
+use anyhow::{Context, Result};
 use tokio::time::Instant;
 
-use crate::flows::{self, expect_status, Target, Tokens};
-use crate::provision::{JOBS, JOBS_QUERY};
+use crate::codes;
+use crate::connection::Connection;
+use crate::flows::Target;
+use crate::pacing::{Mode, Schedule};
 use crate::server::{own_cpu_time, Server};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -20,6 +20,8 @@ pub enum Workload {
     Login,
     /// Refresh-token grants, each connection following its own rotation chain.
     Refresh,
+    /// Code exchanges alone, with codes minted before the warm-up by a signed-in browser.
+    Exchange,
     /// `GET /oauth/userinfo` with one shared access token.
     Userinfo,
     /// A GraphQL page of 20 jobs with their work orders and assignees.
@@ -27,9 +29,10 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 5] = [
         Workload::Login,
         Workload::Refresh,
+        Workload::Exchange,
         Workload::Userinfo,
         Workload::Api,
     ];
@@ -38,6 +41,7 @@ impl Workload {
         match self {
             Workload::Login => "login",
             Workload::Refresh => "refresh",
+            Workload::Exchange => "exchange",
             Workload::Userinfo => "userinfo",
             Workload::Api => "api",
         }
@@ -62,6 +66,13 @@ pub struct Timing {
     pub duration: Duration,
 }
 
+impl Timing {
+    /// The warm-up and the measured window.
+    pub fn run_length(&self) -> Duration {
+        self.warmup + self.duration
+    }
+}
+
 /// What one workload's measured window saw.
 #[derive(Debug, Default)]
 pub struct Measured {
@@ -79,25 +90,48 @@ pub struct Measured {
 
 const ERROR_SAMPLES: usize = 5;
 
-/// Runs `workload` with `timing.connections` connections; the CPU times are read at the
-/// window's two edges.
+/// Runs `workload` with `timing.connections` connections, closed-loop or paced; the CPU
+/// times are read at the window's two edges. An exchange connection first mints
+/// `codes_per_connection` codes.
 pub async fn run(
     workload: Workload,
     shared: &Shared,
     server: &Server,
     timing: Timing,
+    mode: Mode,
+    codes_per_connection: usize,
 ) -> Result<Measured> {
+    let schedules = match mode {
+        Mode::Max => None,
+        Mode::Paced { rate, .. } => Some(
+            (0..timing.connections)
+                .map(|index| Schedule::for_connection(index, timing.connections, rate))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
     let mut connections = Vec::with_capacity(timing.connections);
     for index in 0..timing.connections {
         connections.push(Connection::open(workload, shared, index).await?);
     }
+    if workload == Workload::Exchange {
+        connections = codes::mint(connections, codes_per_connection, timing.run_length()).await?;
+    }
     let start = Instant::now();
     let from = start + timing.warmup;
     let to = from + timing.duration;
-    let tasks: Vec<_> = connections
-        .into_iter()
-        .map(|connection| tokio::spawn(drive(connection, from, to)))
-        .collect();
+    let tasks: Vec<_> = match schedules {
+        None => connections
+            .into_iter()
+            .map(|connection| tokio::spawn(drive(connection, from, to)))
+            .collect(),
+        Some(schedules) => connections
+            .into_iter()
+            .zip(schedules)
+            .map(|(connection, schedule)| {
+                tokio::spawn(drive_paced(connection, schedule, start, from, to))
+            })
+            .collect(),
+    };
 
     tokio::time::sleep_until(from).await;
     let (server_from, own_from, at_from) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
@@ -129,6 +163,25 @@ struct ConnectionLog {
     error_samples: Vec<String>,
 }
 
+impl ConnectionLog {
+    /// Counts a failure and lets the connection recover; `false` when it cannot go on.
+    async fn failed(&mut self, error: anyhow::Error, connection: &mut Connection) -> bool {
+        self.errors += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(format!("{error:#}"));
+        }
+        match connection.recover().await {
+            Ok(()) => true,
+            Err(error) => {
+                self.errors += 1;
+                self.error_samples
+                    .push(format!("cannot recover: {error:#}"));
+                false
+            }
+        }
+    }
+}
+
 /// Repeats the connection's request until the window closes; keeps the latencies of the
 /// requests that complete inside `[from, to]`, so the edges balance out as in a steady state.
 async fn drive(mut connection: Connection, from: Instant, to: Instant) -> ConnectionLog {
@@ -141,13 +194,7 @@ async fn drive(mut connection: Connection, from: Instant, to: Instant) -> Connec
             Ok(()) if finished >= from && finished <= to => log.latencies.push(finished - started),
             Ok(()) => {}
             Err(error) => {
-                log.errors += 1;
-                if log.error_samples.len() < ERROR_SAMPLES {
-                    log.error_samples.push(format!("{error:#}"));
-                }
-                if let Err(error) = connection.recover().await {
-                    log.errors += 1;
-                    log.error_samples.push(format!("cannot recover: {error:#}"));
+                if !log.failed(error, &mut connection).await {
                     break;
                 }
             }
@@ -156,156 +203,36 @@ async fn drive(mut connection: Connection, from: Instant, to: Instant) -> Connec
     log
 }
 
-/// One connection's client and what it repeats.
-enum Connection {
-    Login {
-        browser: Client,
-        target: Arc<Target>,
-        username: String,
-    },
-    Refresh {
-        client: Client,
-        target: Arc<Target>,
-        username: String,
-        refresh_token: String,
-    },
-    Userinfo {
-        client: Client,
-        url: String,
-        token: Arc<str>,
-    },
-    Api {
-        client: Client,
-        url: String,
-        token: Arc<str>,
-        body: Arc<Vec<u8>>,
-    },
-}
-
-impl Connection {
-    /// The `index`-th connection; sign-ins use the `index`-th user.
-    async fn open(workload: Workload, shared: &Shared, index: usize) -> Result<Connection> {
-        let target = shared.target.clone();
-        let username = target
-            .usernames
-            .get(index % target.usernames.len().max(1))
-            .cloned()
-            .ok_or_else(|| anyhow!("no bench user"))?;
-        Ok(match workload {
-            Workload::Login => Connection::Login {
-                browser: flows::browser()?,
-                target,
-                username,
-            },
-            Workload::Refresh => Connection::Refresh {
-                refresh_token: first_refresh_token(&target, &username).await?,
-                client: flows::app_client()?,
-                target,
-                username,
-            },
-            Workload::Userinfo => Connection::Userinfo {
-                client: flows::app_client()?,
-                url: format!("{}/oauth/userinfo", target.issuer),
-                token: shared.userinfo_token.clone(),
-            },
-            Workload::Api => Connection::Api {
-                client: flows::app_client()?,
-                url: format!("{}/api", target.api_url),
-                token: shared.api_token.clone(),
-                body: Arc::new(serde_json::to_vec(
-                    &serde_json::json!({ "query": JOBS_QUERY }),
-                )?),
-            },
-        })
-    }
-
-    async fn once(&mut self) -> Result<()> {
-        match self {
-            Connection::Login {
-                browser,
-                target,
-                username,
-            } => {
-                flows::login(browser, target, username, LOGIN_SCOPE).await?;
-            }
-            Connection::Refresh {
-                client,
-                target,
-                refresh_token,
-                ..
-            } => {
-                let tokens = flows::refresh(client, target, refresh_token).await?;
-                *refresh_token = tokens
-                    .refresh_token
-                    .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
-            }
-            Connection::Userinfo { client, url, token } => {
-                let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
-                let response = expect_status(response?, StatusCode::OK, "userinfo").await?;
-                response.bytes().await.context("userinfo")?;
-            }
-            Connection::Api {
-                client,
-                url,
-                token,
-                body,
-            } => {
-                let response = client
-                    .post(url.as_str())
-                    .bearer_auth(&**token)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.as_ref().clone())
-                    .send()
-                    .await;
-                let response = expect_status(response?, StatusCode::OK, "api").await?;
-                check_jobs_page(&response.bytes().await.context("api")?)?;
+/// Sends on the connection's schedule (offsets from `start`) until the window closes; keeps
+/// the latencies, from the due instant, of the requests due inside `[from, to)`, however late
+/// they are answered. Nothing is sent after `to`, so a connection that fell behind shows as
+/// fewer requests than the target rate.
+async fn drive_paced(
+    mut connection: Connection,
+    mut schedule: Schedule,
+    start: Instant,
+    from: Instant,
+    to: Instant,
+) -> ConnectionLog {
+    let mut log = ConnectionLog::default();
+    loop {
+        let slot = schedule.next(Instant::now().saturating_duration_since(start));
+        let (due, send_at) = (start + slot.due, start + slot.send_at);
+        if send_at >= to {
+            break;
+        }
+        tokio::time::sleep_until(send_at).await;
+        let outcome = connection.once().await;
+        let finished = Instant::now();
+        match outcome {
+            Ok(()) if due >= from => log.latencies.push(finished.saturating_duration_since(due)),
+            Ok(()) => {}
+            Err(error) => {
+                if !log.failed(error, &mut connection).await {
+                    break;
+                }
             }
         }
-        Ok(())
     }
-
-    /// After a failure: a refresh chain is broken (its token may be spent or its grant
-    /// revoked), so it starts a new one; the others just go on.
-    async fn recover(&mut self) -> Result<()> {
-        if let Connection::Refresh {
-            target,
-            username,
-            refresh_token,
-            ..
-        } = self
-        {
-            *refresh_token = first_refresh_token(target, username).await?;
-        }
-        Ok(())
-    }
-}
-
-/// A sign-in of its own, so each connection has its own grant and rotation chain.
-async fn first_refresh_token(target: &Target, username: &str) -> Result<String> {
-    let browser = flows::browser()?;
-    let Tokens { refresh_token, .. } =
-        flows::login(&browser, target, username, LOGIN_SCOPE).await?;
-    refresh_token.ok_or_else(|| anyhow!("login with offline_access gave no refresh token"))
-}
-
-/// A GraphQL answer is a success only with no `errors` and the whole page of jobs.
-fn check_jobs_page(body: &[u8]) -> Result<()> {
-    let body: Value = serde_json::from_slice(body).context("api: not JSON")?;
-    if let Some(errors) = body.get("errors") {
-        bail!("api: {errors}");
-    }
-    let nodes = body["data"]["jobs"]["nodes"]
-        .as_array()
-        .ok_or_else(|| anyhow!("api: no jobs in the answer"))?;
-    let assigned = nodes.iter().all(|job| {
-        job["workOrder"]["id"].is_string()
-            && job["assignments"].as_array().is_some_and(|a| !a.is_empty())
-    });
-    if nodes.len() != JOBS || !assigned {
-        bail!(
-            "api: expected {JOBS} jobs with work orders and assignees, got {}",
-            nodes.len()
-        );
-    }
-    Ok(())
+    log
 }

@@ -1,0 +1,230 @@
+//! One connection of a workload: its own HTTP client and user, and the request (or flow) it
+//! repeats.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use reqwest::{Client, StatusCode};
+use serde_json::Value;
+
+use crate::flows::{self, expect_status, Code, Target, Tokens};
+use crate::provision::{JOBS, JOBS_QUERY};
+use crate::workloads::{Shared, Workload, LOGIN_SCOPE};
+
+/// One connection's client and what it repeats.
+pub enum Connection {
+    Login {
+        browser: Client,
+        target: Arc<Target>,
+        username: String,
+    },
+    Refresh {
+        client: Client,
+        target: Arc<Target>,
+        username: String,
+        refresh_token: String,
+    },
+    Exchange {
+        /// Signed in, to mint the codes.
+        browser: Client,
+        /// The client app redeeming them.
+        client: Client,
+        target: Arc<Target>,
+        /// Oldest first, each with its PKCE verifier.
+        codes: VecDeque<Code>,
+        minted: usize,
+    },
+    Userinfo {
+        client: Client,
+        url: String,
+        token: Arc<str>,
+    },
+    Api {
+        client: Client,
+        url: String,
+        token: Arc<str>,
+        body: Arc<Vec<u8>>,
+    },
+}
+
+impl Connection {
+    /// The `index`-th connection; sign-ins use the `index`-th user.
+    pub async fn open(workload: Workload, shared: &Shared, index: usize) -> Result<Connection> {
+        let target = shared.target.clone();
+        let username = target
+            .usernames
+            .get(index % target.usernames.len().max(1))
+            .cloned()
+            .ok_or_else(|| anyhow!("no bench user"))?;
+        Ok(match workload {
+            Workload::Login => Connection::Login {
+                browser: flows::browser()?,
+                target,
+                username,
+            },
+            Workload::Refresh => Connection::Refresh {
+                refresh_token: first_refresh_token(&target, &username).await?,
+                client: flows::app_client()?,
+                target,
+                username,
+            },
+            Workload::Exchange => {
+                let browser = flows::browser()?;
+                // For the session the codes are minted in.
+                flows::login(&browser, &target, &username, LOGIN_SCOPE).await?;
+                Connection::Exchange {
+                    browser,
+                    client: flows::app_client()?,
+                    target,
+                    codes: VecDeque::new(),
+                    minted: 0,
+                }
+            }
+            Workload::Userinfo => Connection::Userinfo {
+                client: flows::app_client()?,
+                url: format!("{}/oauth/userinfo", target.issuer),
+                token: shared.userinfo_token.clone(),
+            },
+            Workload::Api => Connection::Api {
+                client: flows::app_client()?,
+                url: format!("{}/api", target.api_url),
+                token: shared.api_token.clone(),
+                body: Arc::new(serde_json::to_vec(
+                    &serde_json::json!({ "query": JOBS_QUERY }),
+                )?),
+            },
+        })
+    }
+
+    pub async fn once(&mut self) -> Result<()> {
+        match self {
+            Connection::Login {
+                browser,
+                target,
+                username,
+            } => {
+                flows::login(browser, target, username, LOGIN_SCOPE).await?;
+            }
+            Connection::Refresh {
+                client,
+                target,
+                refresh_token,
+                ..
+            } => {
+                let tokens = flows::refresh(client, target, refresh_token).await?;
+                *refresh_token = tokens
+                    .refresh_token
+                    .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
+            }
+            Connection::Exchange {
+                client,
+                target,
+                codes,
+                minted,
+                ..
+            } => {
+                let code = codes.pop_front().ok_or_else(|| {
+                    anyhow!(
+                        "code exchange: all {minted} codes minted for this connection are spent"
+                    )
+                })?;
+                let tokens = flows::exchange(client, target, &code).await?;
+                if tokens.id_token.is_none() {
+                    bail!("code exchange: no ID token for a request with scope openid");
+                }
+            }
+            Connection::Userinfo { client, url, token } => {
+                let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
+                let response = expect_status(response?, StatusCode::OK, "userinfo").await?;
+                response.bytes().await.context("userinfo")?;
+            }
+            Connection::Api {
+                client,
+                url,
+                token,
+                body,
+            } => {
+                let response = client
+                    .post(url.as_str())
+                    .bearer_auth(&**token)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.as_ref().clone())
+                    .send()
+                    .await;
+                let response = expect_status(response?, StatusCode::OK, "api").await?;
+                check_jobs_page(&response.bytes().await.context("api")?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Mints `count` codes into an exchange connection's pool; the others need none.
+    pub async fn mint(&mut self, count: usize) -> Result<()> {
+        if let Connection::Exchange {
+            browser,
+            target,
+            codes,
+            minted,
+            ..
+        } = self
+        {
+            for _ in 0..count {
+                codes.push_back(flows::mint(browser, target, LOGIN_SCOPE).await?);
+                *minted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: a refresh chain is broken (its token may be spent or its grant
+    /// revoked), so it starts a new one; an exchange connection goes on with its next code,
+    /// and stops when none is left; the others just go on.
+    pub async fn recover(&mut self) -> Result<()> {
+        match self {
+            Connection::Refresh {
+                target,
+                username,
+                refresh_token,
+                ..
+            } => {
+                *refresh_token = first_refresh_token(target, username).await?;
+            }
+            Connection::Exchange { codes, .. } if codes.is_empty() => {
+                bail!("no codes left");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A sign-in of its own, so each connection has its own grant and rotation chain.
+async fn first_refresh_token(target: &Target, username: &str) -> Result<String> {
+    let browser = flows::browser()?;
+    let Tokens { refresh_token, .. } =
+        flows::login(&browser, target, username, LOGIN_SCOPE).await?;
+    refresh_token.ok_or_else(|| anyhow!("login with offline_access gave no refresh token"))
+}
+
+/// A GraphQL answer is a success only with no `errors` and the whole page of jobs.
+fn check_jobs_page(body: &[u8]) -> Result<()> {
+    let body: Value = serde_json::from_slice(body).context("api: not JSON")?;
+    if let Some(errors) = body.get("errors") {
+        bail!("api: {errors}");
+    }
+    let nodes = body["data"]["jobs"]["nodes"]
+        .as_array()
+        .ok_or_else(|| anyhow!("api: no jobs in the answer"))?;
+    let assigned = nodes.iter().all(|job| {
+        job["workOrder"]["id"].is_string()
+            && job["assignments"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    if nodes.len() != JOBS || !assigned {
+        bail!(
+            "api: expected {JOBS} jobs with work orders and assignees, got {}",
+            nodes.len()
+        );
+    }
+    Ok(())
+}
