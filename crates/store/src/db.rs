@@ -238,6 +238,10 @@ impl Database {
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
+
+    pub(crate) fn backend(&self) -> Backend {
+        self.backend
+    }
 }
 
 fn connect_options(url: &str, backend: Backend) -> Result<AnyConnectOptions, StoreError> {

@@ -3,6 +3,7 @@
 //! every token it issued. Redemption and rotation are single conditional updates, so two
 //! concurrent attempts can never both succeed, on one node or several.
 
+use crate::db::Backend;
 use crate::error::StoreError;
 use crate::tenant::{TenantStore, Transaction};
 use crate::users::User;
@@ -67,6 +68,18 @@ struct GrantAndUser {
     name: String,
     email: String,
     user_created_at: i64,
+}
+
+fn rotated(found: GrantAndUser) -> RefreshRotation {
+    let user = User {
+        user_id: found.grant.user_id.clone(),
+        username: found.username,
+        password_hash: found.password_hash,
+        name: found.name,
+        email: found.email,
+        created_at: found.user_created_at,
+    };
+    RefreshRotation::Rotated(found.grant, Box::new(user))
 }
 
 /// A stored refresh token and the grant it belongs to.
@@ -212,6 +225,9 @@ impl TenantStore<'_> {
         next: NewRefreshToken<'_>,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
+        if self.backend() == Backend::Postgres {
+            return self.rotate_in_one_statement(token_hash, client_id, next, now).await;
+        }
         let mut tx = self.begin().await?;
         // The write comes first, so SQLite takes its write lock at once and concurrent
         // rotations queue instead of failing; PostgreSQL re-checks the row after a wait.
@@ -251,15 +267,52 @@ impl TenantStore<'_> {
             return Ok(RefreshRotation::Refused);
         };
         self.commit(tx).await?;
-        let user = User {
-            user_id: found.grant.user_id.clone(),
-            username: found.username,
-            password_hash: found.password_hash,
-            name: found.name,
-            email: found.email,
-            created_at: found.user_created_at,
-        };
-        Ok(RefreshRotation::Rotated(found.grant, Box::new(user)))
+        Ok(rotated(found))
+    }
+
+    /// PostgreSQL's rotation: the consume, the successor and the read in one statement, so
+    /// a refresh costs one round trip (data-modifying CTEs run exactly once and atomically).
+    /// The consume requires the user as well as the live grant, so a token of a deleted user
+    /// stays unspent, as in the transaction of the SQLite path. Concurrent rotations of one
+    /// token serialize on its row: the loser re-checks `consumed_at` and matches nothing.
+    async fn rotate_in_one_statement(
+        &self,
+        token_hash: &[u8],
+        client_id: &str,
+        next: NewRefreshToken<'_>,
+        now: UnixTime,
+    ) -> Result<RefreshRotation, StoreError> {
+        let found: Option<GrantAndUser> = sqlx::query_as(
+            "WITH consumed AS ( \
+               UPDATE refresh_tokens SET consumed_at = $1 \
+               WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
+                 AND grant_id IN (SELECT g.grant_id FROM grants g JOIN users u \
+                                    ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+                                  WHERE g.tenant_id = $2 AND g.client_id = $4 \
+                                    AND g.revoked_at IS NULL) \
+               RETURNING grant_id), \
+             successor AS ( \
+               INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
+               SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
+             SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
+               g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
+               u.name, u.email, u.created_at AS user_created_at \
+             FROM consumed c \
+             JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
+             JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
+        )
+        .bind(now)
+        .bind(self.id_str())
+        .bind(token_hash.to_vec())
+        .bind(client_id)
+        .bind(next.token_hash.to_vec())
+        .bind(next.expires_at)
+        .fetch_optional(self.pool())
+        .await?;
+        match found {
+            Some(found) => Ok(rotated(found)),
+            None => self.diagnose_refusal(token_hash, now).await,
+        }
     }
 
     /// Why a rotation did not happen; a consumed token is reuse and revokes its grant.

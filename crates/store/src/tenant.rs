@@ -73,6 +73,12 @@ impl<'a> TenantStore<'a> {
         self.store.database_of(self.tenant).pool()
     }
 
+    /// The engine of the database this tenant lives in, for the few statements written
+    /// once per engine.
+    pub(crate) fn backend(&self) -> crate::db::Backend {
+        self.store.database_of(self.tenant).backend()
+    }
+
     /// A transaction; its statements go through [`TenantStore::in_tx`] so they are counted.
     pub(crate) async fn begin(&self) -> Result<Transaction, StoreError> {
         Ok(self.pool().begin().await?)
