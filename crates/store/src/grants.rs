@@ -226,7 +226,9 @@ impl TenantStore<'_> {
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
         if self.backend() == Backend::Postgres {
-            return self.rotate_in_one_statement(token_hash, client_id, next, now).await;
+            return self
+                .rotate_in_one_statement(token_hash, client_id, next, now)
+                .await;
         }
         let mut tx = self.begin().await?;
         // The write comes first, so SQLite takes its write lock at once and concurrent

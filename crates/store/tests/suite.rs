@@ -1063,7 +1063,10 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
         rotation_statements,
         "refresh rotation"
     );
-    assert_eq!((rotated.grant_id.as_str(), user.username.as_str()), ("g1", "alice"));
+    assert_eq!(
+        (rotated.grant_id.as_str(), user.username.as_str()),
+        ("g1", "alice")
+    );
     // The successor was stored and the old token spent: the next rotation uses r2.
     assert!(matches!(
         tenant

@@ -24,9 +24,13 @@ enum Mode {
     Stopped,
     /// Connections are accepted and held; no byte moves in either direction.
     Blackhole,
-    /// Forwards until the server's answer to the next `COMMIT` has gone through, then goes
-    /// down: the database dies right after it made a transaction durable.
-    DownAfterCommit,
+    /// Forwards until the client sends these bytes (a statement's text), then as
+    /// `DownAtIdle`.
+    DownAfterCommitOf(&'static [u8]),
+    /// Forwards until the server says it is idle again (the transaction that held the
+    /// statement, or the statement itself when it ran alone, is committed), then goes down:
+    /// the database dies right after it made the write durable.
+    DownAtIdle,
     /// Forwards until the client sends these bytes (a statement's text, sent only the first
     /// time a connection prepares it), then becomes a `Blackhole` before they go through:
     /// a partition in the middle of a transaction.
@@ -37,7 +41,7 @@ impl Mode {
     fn forwards(self) -> bool {
         matches!(
             self,
-            Mode::Up | Mode::DownAfterCommit | Mode::BlackholeAt(_)
+            Mode::Up | Mode::DownAfterCommitOf(_) | Mode::DownAtIdle | Mode::BlackholeAt(_)
         )
     }
 
@@ -137,10 +141,13 @@ impl DbProxy {
         self.mode.send_replace(Mode::Blackhole);
     }
 
-    /// Forwards until the database has answered the next `COMMIT`, then goes down as
-    /// [`DbProxy::down`] does: the transaction is durable, anything after it fails.
-    pub fn down_after_next_commit(&self) {
-        self.mode.send_replace(Mode::DownAfterCommit);
+    /// Forwards until the database has committed the next use of `statement` (its own
+    /// transaction's COMMIT, or the statement alone when it runs without one), then goes
+    /// down as [`DbProxy::down`] does: the write is durable, anything after it fails. Only a
+    /// connection's first use of a statement carries its text.
+    pub fn down_after_commit_of(&self, statement: &'static str) {
+        self.mode
+            .send_replace(Mode::DownAfterCommitOf(statement.as_bytes()));
     }
 
     /// Forwards until the server sends a statement whose text contains `statement`, then
@@ -151,7 +158,7 @@ impl DbProxy {
             .send_replace(Mode::BlackholeAt(statement.as_bytes()));
     }
 
-    /// True once a `down_after_next_commit` has seen its commit (or `down` was called).
+    /// True once a `down_after_commit_of` has seen its commit (or `down` was called).
     pub fn is_down(&self) -> bool {
         self.mode.borrow().is_down()
     }
@@ -270,12 +277,14 @@ async fn forward(client: TcpStream, target: String, mode: Arc<watch::Sender<Mode
     }
 }
 
-/// The server's `CommandComplete` for a `COMMIT`: tag `C`, length 11, `COMMIT\0`.
-const COMMIT_COMPLETE: &[u8] = b"C\0\0\0\x0bCOMMIT\0";
+/// The server's `ReadyForQuery` outside a transaction: tag `Z`, length 5, status `I` (idle).
+/// Inside a transaction the status is `T`, so this follows a COMMIT or a statement that ran
+/// alone.
+const READY_IDLE: &[u8] = b"Z\0\0\0\x05I";
 
 /// Copies one direction while the mode forwards; holds the bytes while it does not. Watches
-/// for the statement a `BlackholeAt` waits for (client to server) and the commit a
-/// `DownAfterCommit` waits for (server to client).
+/// for the statements `BlackholeAt` and `DownAfterCommitOf` wait for (client to server) and
+/// the idle answer `DownAtIdle` waits for (server to client).
 async fn pump(
     from: &mut OwnedReadHalf,
     to: &mut OwnedWriteHalf,
@@ -297,20 +306,25 @@ async fn pump(
             Ok(n) => n,
         };
         let current = *watch.borrow();
-        if let Mode::BlackholeAt(statement) = current {
-            if !from_server && buf[..n].windows(statement.len()).any(|w| w == statement) {
+        let sent = |statement: &[u8]| {
+            !from_server && buf[..n].windows(statement.len()).any(|w| w == statement)
+        };
+        match current {
+            Mode::BlackholeAt(statement) if sent(statement) => {
                 mode.send_replace(Mode::Blackhole);
             }
+            Mode::DownAfterCommitOf(statement) if sent(statement) => {
+                mode.send_replace(Mode::DownAtIdle);
+            }
+            _ => {}
         }
         // Bytes read before a partition began wait for it to end.
         if watch.wait_for(|m| m.forwards()).await.is_err() {
             return;
         }
         let commit = from_server
-            && *watch.borrow() == Mode::DownAfterCommit
-            && buf[..n]
-                .windows(COMMIT_COMPLETE.len())
-                .any(|w| w == COMMIT_COMPLETE);
+            && *watch.borrow() == Mode::DownAtIdle
+            && buf[..n].windows(READY_IDLE.len()).any(|w| w == READY_IDLE);
         if to.write_all(&buf[..n]).await.is_err() {
             break;
         }

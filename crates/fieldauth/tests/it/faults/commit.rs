@@ -2,7 +2,8 @@
 
 use super::*;
 
-/// The database goes away right after it commits a rotation, before the server has answered.
+/// The database goes away right after it commits a rotation, before the server has answered
+/// (on PostgreSQL the rotation is one statement that commits alone).
 /// A client told 503 keeps its old token (RFC 6749 §5.2: try again later), so the server may
 /// only say 503 if that token still works; otherwise the retry looks like reuse and the
 /// whole grant is revoked (RFC 6749 §10.4) for a fault that was the server's.
@@ -13,7 +14,8 @@ async fn a_database_lost_right_after_a_rotation_commits_does_not_cost_the_client
     };
     let issued = issue(&app).await;
 
-    proxy.down_after_next_commit();
+    // The rotation's consume: the statement that spends the token, in whatever transaction.
+    proxy.down_after_commit_of("UPDATE refresh_tokens SET consumed_at");
     let (response, _) = within(
         STOPPED_LIMIT,
         "refresh as the database goes",
