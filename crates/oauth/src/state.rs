@@ -45,6 +45,10 @@ pub struct OAuthState {
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn RandomSource>,
     pub signin: SignInSettings,
+    /// RS256 signing runs at most this many at once (one per core). More threads would only
+    /// time-slice the cores: every token response of a burst would finish late instead of
+    /// the first ones finishing early, and the switches cost CPU of their own.
+    pub signing_permits: Arc<Semaphore>,
     metrics: Metrics,
     discovery_json: Bytes,
 }
@@ -73,6 +77,7 @@ impl OAuthState {
             clock,
             random,
             signin,
+            signing_permits: Arc::new(Semaphore::new(cores)),
             metrics: Metrics::default(),
             discovery_json,
         })

@@ -1,6 +1,7 @@
 //! Minting the token response (RFC 6749 §5.1, spec §2.4): an RFC 9068 access token, an ID
 //! token when `openid` was granted (OpenID Connect Core §3.1.3.3), and a refresh token when
-//! `offline_access` was. The two RS256 signatures run on a blocking thread.
+//! `offline_access` was. The two RS256 signatures run on a blocking thread, one request per
+//! core at a time.
 
 use std::sync::Arc;
 
@@ -80,6 +81,12 @@ pub async fn mint(
         email_verified: has(Scope::Email).then_some(false),
     });
     let key = Arc::clone(state.signing_keys.current().ring.signing_key());
+    // Waiting for a permit is first come, first served (tokio's semaphore is fair).
+    let _permit = state
+        .signing_permits
+        .acquire()
+        .await
+        .map_err(|_| OAuthError::Blocking)?;
     let (access_token, id_token) = sign(key, access, id).await?;
     Ok(TokenResponse {
         access_token,
