@@ -160,7 +160,9 @@ impl Connection {
     }
 
     /// Mints `count` codes into an exchange connection's pool; the others need none.
-    pub async fn mint(&mut self, count: usize) -> Result<()> {
+    /// Mints up to `count` codes, fewer if `deadline` comes first; returns how many.
+    pub async fn mint(&mut self, count: usize, deadline: std::time::Instant) -> Result<usize> {
+        let mut made = 0;
         if let Connection::Exchange {
             browser,
             target,
@@ -169,12 +171,13 @@ impl Connection {
             ..
         } = self
         {
-            for _ in 0..count {
+            while made < count && std::time::Instant::now() < deadline {
                 codes.push_back(flows::mint(browser, target, LOGIN_SCOPE).await?);
                 *minted += 1;
+                made += 1;
             }
         }
-        Ok(())
+        Ok(made)
     }
 
     /// After a failure: a refresh chain is broken (its token may be spent or its grant

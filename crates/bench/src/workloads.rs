@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use tokio::time::Instant;
 
 use crate::codes;
@@ -113,8 +113,31 @@ pub async fn run(
     for index in 0..timing.connections {
         connections.push(Connection::open(workload, shared, index).await?);
     }
+    let mut timing = timing;
     if workload == Workload::Exchange {
-        connections = codes::mint(connections, codes_per_connection, timing.run_length()).await?;
+        let coverage;
+        (connections, coverage) =
+            codes::mint(connections, codes_per_connection, timing.run_length()).await?;
+        match codes::covered_window(coverage, timing.warmup, timing.duration) {
+            Some(window) if window < timing.duration => {
+                eprintln!(
+                    "exchange: the server minted {:.0}% of the pool within the codes' lifetime: \
+                     measuring {:.1} s instead of {:.1} s",
+                    coverage * 100.0,
+                    window.as_secs_f64(),
+                    timing.duration.as_secs_f64()
+                );
+                timing.duration = window;
+            }
+            Some(_) => {}
+            None => bail!(
+                "exchange: the server minted only {:.0}% of the codes a {} s run needs within \
+                 their lifetime, too few for a 1 s window; use a shorter --duration or fewer \
+                 --connections",
+                coverage * 100.0,
+                timing.run_length().as_secs()
+            ),
+        }
     }
     let start = Instant::now();
     let from = start + timing.warmup;

@@ -45,6 +45,8 @@ pub(crate) struct Database {
     /// `default`, or the shard's name from the shard map: for metrics and logs, never the URL
     /// (it may carry a password).
     name: Arc<str>,
+    /// SQLite's one writer at a time, taken by each transaction ([`crate::tenant::Transaction`]).
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Where each tenant lives: shard names with their database URLs, and the tenants placed on
@@ -232,6 +234,7 @@ impl Database {
             pool,
             backend,
             name: Arc::from(name),
+            writer: Arc::default(),
         })
     }
 
@@ -241,6 +244,14 @@ impl Database {
 
     pub(crate) fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The turn to write, on SQLite; PostgreSQL locks rows, not the database.
+    pub(crate) fn writer(&self) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        match self.backend {
+            Backend::Sqlite => Some(Arc::clone(&self.writer)),
+            Backend::Postgres => None,
+        }
     }
 }
 
