@@ -126,44 +126,26 @@ mod tests {
     #[test]
     fn a_late_request_goes_at_once_but_stays_due_on_the_schedule() {
         let mut schedule = Schedule::for_connection(0, 1, 100.0).unwrap();
-        assert_eq!(
-            schedule.next(ms(0)),
-            Slot {
-                due: ms(0),
-                send_at: ms(0)
-            }
-        );
-        // The first answer took 35 ms: the requests due at 10, 20 and 30 ms go at once, one
-        // after the other, each timed from its own due instant.
-        assert_eq!(
-            schedule.next(ms(35)),
-            Slot {
-                due: ms(10),
-                send_at: ms(35)
-            }
-        );
-        assert_eq!(
-            schedule.next(ms(36)),
-            Slot {
-                due: ms(20),
-                send_at: ms(36)
-            }
-        );
-        assert_eq!(
-            schedule.next(ms(37)),
-            Slot {
-                due: ms(30),
-                send_at: ms(37)
-            }
-        );
-        // Caught up: the next one waits for its instant again.
-        assert_eq!(
-            schedule.next(ms(38)),
-            Slot {
-                due: ms(40),
-                send_at: ms(40)
-            }
-        );
+        // (asked at, due, sent at), in ms. The first answer took 35 ms: the requests due at
+        // 10, 20 and 30 ms go at once, one after the other, each timed from its own due
+        // instant; caught up, the next one waits for its instant again.
+        let steps = [
+            (0, 0, 0),
+            (35, 10, 35),
+            (36, 20, 36),
+            (37, 30, 37),
+            (38, 40, 40),
+        ];
+        for (now, due, send_at) in steps {
+            assert_eq!(
+                schedule.next(ms(now)),
+                Slot {
+                    due: ms(due),
+                    send_at: ms(send_at)
+                },
+                "asked at {now} ms"
+            );
+        }
     }
 
     #[test]
