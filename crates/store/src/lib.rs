@@ -26,7 +26,7 @@ pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientType, NewClient};
 pub use code_exchange::{CodeExchange, RedeemedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
-pub use db::{Backend, PoolUse, ShardMap, Store};
+pub use db::{Backend, Checkpoint, PoolUse, ShardMap, Store};
 pub use error::{Entity, StoreError};
 pub use field::{
     Address, Assignment, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter,

@@ -97,6 +97,10 @@ impl<'a> TenantStore<'a> {
     }
 
     /// A transaction; its statements go through [`TenantStore::in_tx`] so they are counted.
+    ///
+    /// On SQLite it first takes the process's turn to write, which is not reentrant: a task
+    /// that begins a second transaction while it holds one waits for itself until the
+    /// request's deadline. End one before beginning the next.
     pub(crate) async fn begin(&self) -> Result<Transaction, StoreError> {
         // The turn before the connection: a writer waiting for its turn holds no connection.
         let writer = match self.store.database_of(self.tenant).writer() {
