@@ -7,6 +7,7 @@ mod browser_sessions;
 mod clients;
 mod code_exchange;
 mod codes;
+mod data_versions;
 mod db;
 mod error;
 mod field;
@@ -26,6 +27,7 @@ pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientType, NewClient};
 pub use code_exchange::{CodeExchange, RedeemedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
+pub use data_versions::ApiStanding;
 pub use db::{Backend, Checkpoint, PoolUse, ShardMap, Store};
 pub use error::{Entity, StoreError};
 pub use field::{

@@ -47,6 +47,7 @@ on_both_backends!(
     customer_search_is_case_insensitive_and_literal,
     customer_search_finds_names_beyond_ascii,
     a_lookup_of_several_ids_is_one_statement,
+    every_write_raises_its_organizations_data_version_and_no_other,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -1683,4 +1684,73 @@ async fn a_lookup_of_several_ids_is_one_statement(store: Store) {
     assert_eq!(found.len(), 2);
     org.shifts_of(&ids(&["e1", "e2", "e3"])).await.unwrap();
     assert_eq!(store.statements_executed() - before, 2);
+}
+
+async fn data_version(store: &Store, t: &TenantId, org: &str) -> i64 {
+    store
+        .tenant(t)
+        .data_version(org)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{org} keeps a data version"))
+}
+
+/// The API's response cache reuses an answer only while the organization's data version
+/// stands still (migration 0004's triggers), so every kind of write must raise it, and only
+/// for its own organization.
+async fn every_write_raises_its_organizations_data_version_and_no_other(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a", "org-b"]).await;
+    let a = store.tenant(&t).organization("org-a");
+    let b_version = data_version(&store, &t, "org-b").await;
+    let mut last = data_version(&store, &t, "org-a").await;
+    let mut raised = |label: &'static str, now: i64| {
+        assert!(now > last, "{label} raised org-a's version ({last} → {now})");
+        last = now;
+    };
+
+    customer(&a, "c1", "Carl").await;
+    raised("a customer", data_version(&store, &t, "org-a").await);
+    a.update_billing_profile("c1", &BillingProfile::new("EUR"))
+        .await
+        .unwrap();
+    raised("a billing profile", data_version(&store, &t, "org-a").await);
+    a.add_property(&property("p1", "c1")).await.unwrap();
+    raised("a property", data_version(&store, &t, "org-a").await);
+    work_order(&a, "w1", "c1").await;
+    raised("a work order", data_version(&store, &t, "org-a").await);
+    a.update_work_order_status("w1", WorkOrderStatus::InProgress, NOW)
+        .await
+        .unwrap();
+    raised("a work order's status", data_version(&store, &t, "org-a").await);
+    job(&a, "j1", "w1", NOW + 3600, NOW + 7200).await;
+    raised("a job", data_version(&store, &t, "org-a").await);
+    employee(&a, "e1", "Ada").await;
+    raised("an employee", data_version(&store, &t, "org-a").await);
+    a.assign_job("j1", "e1", NOW).await.unwrap();
+    raised("an assignment", data_version(&store, &t, "org-a").await);
+    a.schedule_shift(&shift("s1", "e1", NOW, NOW + 3600), NOW)
+        .await
+        .unwrap();
+    raised("a shift", data_version(&store, &t, "org-a").await);
+    a.start_job("j1", NOW).await.unwrap();
+    raised("a job started", data_version(&store, &t, "org-a").await);
+    a.create_invoice(&new_invoice("i1", "c1", &lines()), NOW)
+        .await
+        .unwrap();
+    raised("an invoice", data_version(&store, &t, "org-a").await);
+    a.issue_invoice("i1", None, NOW).await.unwrap();
+    raised("an invoice issued", data_version(&store, &t, "org-a").await);
+    a.record_payment("i1", &payment("pay1", 100), NOW)
+        .await
+        .unwrap();
+    raised("a payment", data_version(&store, &t, "org-a").await);
+
+    // Reads and refused writes change nothing.
+    a.list_jobs(&JobFilter::default(), &first(10))
+        .await
+        .unwrap();
+    assert_err!(a.assign_job("j1", "nobody", NOW).await, _);
+    assert_eq!(data_version(&store, &t, "org-a").await, last);
+    assert_eq!(data_version(&store, &t, "org-b").await, b_version);
+    assert_eq!(store.tenant(&t).data_version("no-such-org").await.unwrap(), None);
 }
