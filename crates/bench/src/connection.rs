@@ -45,6 +45,9 @@ pub enum Connection {
         url: String,
         token: Arc<str>,
         body: Arc<Vec<u8>>,
+        /// For `api-uncached`: the connection's index and its requests so far, which make
+        /// each query new.
+        uncached: Option<(usize, u64)>,
     },
 }
 
@@ -86,13 +89,14 @@ impl Connection {
                 url: format!("{}/oauth/userinfo", target.issuer),
                 token: shared.userinfo_token.clone(),
             },
-            Workload::Api => Connection::Api {
+            Workload::Api | Workload::ApiUncached => Connection::Api {
                 client: flows::app_client()?,
                 url: format!("{}/api", target.api_url),
                 token: shared.api_token.clone(),
                 body: Arc::new(serde_json::to_vec(
                     &serde_json::json!({ "query": JOBS_QUERY }),
                 )?),
+                uncached: (workload == Workload::ApiUncached).then_some((index, 0)),
             },
         })
     }
@@ -144,12 +148,22 @@ impl Connection {
                 url,
                 token,
                 body,
+                uncached,
             } => {
+                let body = match uncached {
+                    Some((index, sent)) => {
+                        *sent += 1;
+                        serde_json::to_vec(&serde_json::json!({
+                            "query": unique_jobs_query(*index, *sent)
+                        }))?
+                    }
+                    None => body.as_ref().clone(),
+                };
                 let response = client
                     .post(url.as_str())
                     .bearer_auth(&**token)
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.as_ref().clone())
+                    .body(body)
                     .send()
                     .await;
                 let response = expect_status(response?, StatusCode::OK, "api").await?;
@@ -230,4 +244,30 @@ fn check_jobs_page(body: &[u8]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The jobs query with one more root field, a `__typename` under an alias no other request
+/// uses: the same work for the server, but a query the response cache has never seen.
+fn unique_jobs_query(connection: usize, sent: u64) -> String {
+    JOBS_QUERY.replacen(
+        "query BenchJobs {",
+        &format!("query BenchJobs {{ c{connection}r{sent}: __typename"),
+        1,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn each_uncached_query_is_new_and_still_the_jobs_query() {
+        let a = unique_jobs_query(0, 1);
+        let b = unique_jobs_query(0, 2);
+        let c = unique_jobs_query(1, 1);
+        assert!(a != b && a != c && b != c && a != JOBS_QUERY);
+        assert!(a.starts_with("query BenchJobs { c0r1: __typename jobs(first: 20)"), "{a}");
+        assert!(a.ends_with(&JOBS_QUERY["query BenchJobs {".len()..]));
+    }
 }

@@ -102,6 +102,7 @@ enum WorkloadChoice {
     Exchange,
     Userinfo,
     Api,
+    ApiUncached,
     All,
 }
 
@@ -113,6 +114,7 @@ impl Workload {
             Workload::Exchange => WorkloadChoice::Exchange,
             Workload::Userinfo => WorkloadChoice::Userinfo,
             Workload::Api => WorkloadChoice::Api,
+            Workload::ApiUncached => WorkloadChoice::ApiUncached,
         }
     }
 }
@@ -371,7 +373,7 @@ async fn measure(
     let browser = flows::browser()?;
     let userinfo = flows::login(&browser, &target, &first, workloads::LOGIN_SCOPE).await?;
     let api = flows::login(&browser, &target, &first, provision::API_SCOPE).await?;
-    if plan.workloads.contains(&Workload::Api) {
+    if plan.workloads.iter().any(|w| w.queries_jobs()) {
         eprintln!("{}: seeding the jobs through the API", backend.name());
         provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token).await?;
     }

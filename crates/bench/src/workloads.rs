@@ -24,17 +24,23 @@ pub enum Workload {
     Exchange,
     /// `GET /oauth/userinfo` with one shared access token.
     Userinfo,
-    /// A GraphQL page of 20 jobs with their work orders and assignees.
+    /// A GraphQL page of 20 jobs with their work orders and assignees, the same query each
+    /// time: after the first, the API's response cache answers it.
     Api,
+    /// The same page, made a new query each time (a unique alias of `__typename`), so the
+    /// response cache never has it: what running the query costs.
+    #[serde(rename = "api-uncached")]
+    ApiUncached,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Login,
         Workload::Refresh,
         Workload::Exchange,
         Workload::Userinfo,
         Workload::Api,
+        Workload::ApiUncached,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,7 +50,13 @@ impl Workload {
             Workload::Exchange => "exchange",
             Workload::Userinfo => "userinfo",
             Workload::Api => "api",
+            Workload::ApiUncached => "api-uncached",
         }
+    }
+
+    /// Whether it runs the jobs query, which needs the records seeded.
+    pub fn queries_jobs(self) -> bool {
+        matches!(self, Workload::Api | Workload::ApiUncached)
     }
 }
 
