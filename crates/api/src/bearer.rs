@@ -4,7 +4,7 @@
 
 use axum::http::{header, HeaderMap};
 use jose::{AccessTokenClaims, UnixTime, Validation};
-use store::TenantId;
+use store::{ApiStanding, TenantId};
 
 use crate::error::ApiError;
 use crate::state::ApiState;
@@ -18,11 +18,21 @@ pub struct Caller {
     pub tenant: TenantId,
 }
 
-pub async fn authenticate(
+/// A caller that passed every check, with what the response cache needs.
+#[derive(Debug)]
+pub struct Authenticated<'h> {
+    pub caller: Caller,
+    /// The access token as sent: the response cache's key (never logged or stored as is).
+    pub token: &'h str,
+    /// The organization's data version, read with the grant's standing, before any data.
+    pub data_version: Option<i64>,
+}
+
+pub async fn authenticate<'h>(
     state: &ApiState,
-    headers: &HeaderMap,
+    headers: &'h HeaderMap,
     now: UnixTime,
-) -> Result<Caller, ApiError> {
+) -> Result<Authenticated<'h>, ApiError> {
     let token = bearer_token(headers)?;
     let invalid = |_| ApiError::Unauthenticated("the access token is invalid or expired");
     let header = jose::decode_header(token).map_err(invalid)?;
@@ -51,17 +61,21 @@ pub async fn authenticate(
             "the access token names no organization",
         ));
     }
-    if !state
+    let standing = state
         .store
         .tenant(&tenant)
-        .grant_is_live(&claims.grant_id)
-        .await?
-    {
+        .api_standing(&claims.grant_id, &claims.organization_guid)
+        .await?;
+    let ApiStanding::Live { data_version } = standing else {
         return Err(ApiError::Unauthenticated(
             "the access token has been revoked",
         ));
-    }
-    Ok(Caller { claims, tenant })
+    };
+    Ok(Authenticated {
+        caller: Caller { claims, tenant },
+        token,
+        data_version,
+    })
 }
 
 fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {

@@ -1,6 +1,7 @@
 //! The bearer-protected field-service GraphQL API on the API listener: `POST /api`.
 
 mod bearer;
+mod cache;
 mod error;
 mod graphiql;
 mod keys;
@@ -10,10 +11,10 @@ mod validate;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Router;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
@@ -21,6 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
+use cache::Lookup;
+
+pub use cache::ResponseCache;
 pub use error::ApiError;
 pub use keys::RemoteKeys;
 pub use schema::context::new_id as record_id;
@@ -41,10 +45,12 @@ pub fn router(state: ApiState) -> Router {
 
 /// The token is checked before the schema runs: without a valid one there is no data at all
 /// (RFC 6750 §3.1).
+/// A query answered before for the same token, at the same version of the organization's
+/// data, is answered again from the response cache (see `cache`).
 async fn graphql(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
     let now = state.clock.now();
-    let caller = match bearer::authenticate(&state, &headers, now).await {
-        Ok(caller) => caller,
+    let authenticated = match bearer::authenticate(&state, &headers, now).await {
+        Ok(authenticated) => authenticated,
         Err(error) => return error.into_response(),
     };
     let request: async_graphql::Request = match serde_json::from_slice(&body) {
@@ -54,9 +60,39 @@ async fn graphql(State(state): State<ApiState>, headers: HeaderMap, body: Bytes)
                 .into_response()
         }
     };
-    let mut response = execute(&state, caller, request).await;
+    let lookup = state.cache.lookup(
+        authenticated.token,
+        &request,
+        authenticated.data_version,
+    );
+    if let Lookup::Hit(body) = lookup {
+        return json_body(body);
+    }
+    let mut response = execute(&state, authenticated.caller, request).await;
     label_request_errors(&mut response);
-    Json(response).into_response()
+    let keep = response.is_ok();
+    let body = match serde_json::to_vec(&response) {
+        Ok(body) => Bytes::from(body),
+        Err(error) => {
+            tracing::error!(%error, "cannot serialize a GraphQL response");
+            return ApiError::Internal.into_response();
+        }
+    };
+    if let (Lookup::Miss(key, data_version), true) = (lookup, keep) {
+        state.cache.put(key, data_version, body.clone());
+    }
+    json_body(body)
+}
+
+fn json_body(body: Bytes) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// Errors the resolvers raise carry their code already. The others come from async-graphql

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use jose::Clock;
 use store::Store;
 
+use crate::cache::ResponseCache;
 use crate::error::ApiError;
 use crate::keys::RemoteKeys;
 use crate::schema::{build_schema, ApiSchema};
@@ -15,6 +16,8 @@ pub struct ApiConfig {
     pub issuer: String,
     /// `{api_url}`: the audience tokens must carry.
     pub audience: String,
+    /// The bytes of answers the response cache may keep; 0 turns it off.
+    pub response_cache_bytes: usize,
 }
 
 #[derive(Clone)]
@@ -24,6 +27,7 @@ pub struct ApiState {
     pub keys: RemoteKeys,
     pub clock: Arc<dyn Clock>,
     pub schema: ApiSchema,
+    pub cache: ResponseCache,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -44,12 +48,14 @@ impl ApiState {
         let jwks_url = format!("{}/oauth/jwks", config.issuer.trim_end_matches('/'));
         let keys = RemoteKeys::new(jwks_url)?;
         let schema = build_schema(store.clone(), clock.clone());
+        let cache = ResponseCache::new(config.response_cache_bytes);
         Ok(ApiState {
             config: Arc::new(config),
             store,
             keys,
             clock,
             schema,
+            cache,
         })
     }
 }

@@ -126,6 +126,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_SIGNIN_LOCK_SECONDS", default_value_t = 300,
           value_parser = clap::value_parser!(i64).range(1..=86400))]
     pub signin_lock_seconds: i64,
+
+    /// MiB of API answers kept per node for repeated queries, reused while the
+    /// organization's data is unchanged (0 turns the cache off).
+    #[arg(long, env = "FIELDAUTH_API_CACHE_MIB", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(0..=65536))]
+    pub api_cache_mib: u64,
 }
 
 #[derive(Debug, Subcommand)]

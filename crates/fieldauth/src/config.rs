@@ -18,6 +18,8 @@ pub struct ServeConfig {
     pub api_listen: SocketAddr,
     pub key_reload_interval: Duration,
     pub throttle: ThrottlePolicy,
+    /// Bytes of answers the API's response cache may keep; 0 turns it off.
+    pub api_cache_bytes: usize,
 }
 
 impl ServeConfig {
@@ -36,6 +38,8 @@ impl ServeConfig {
                 max_address_failures: args.signin_max_failures_per_address,
                 lock_seconds: args.signin_lock_seconds,
             },
+            api_cache_bytes: usize::try_from(args.api_cache_mib.saturating_mul(1 << 20))
+                .context("--api-cache-mib is too large for this machine")?,
         })
     }
 }
@@ -68,6 +72,7 @@ mod tests {
             signin_max_failures: 5,
             signin_max_failures_per_address: 50,
             signin_lock_seconds: 300,
+            api_cache_mib: 64,
         }
     }
 

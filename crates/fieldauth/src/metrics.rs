@@ -65,7 +65,12 @@ impl Default for HttpMetrics {
 }
 
 /// One registry per process: the HTTP counters, `oauth`'s counters and the pools.
-pub fn registry(http: &HttpMetrics, oauth: &oauth::Metrics, store: &Store) -> Arc<Registry> {
+pub fn registry(
+    http: &HttpMetrics,
+    oauth: &oauth::Metrics,
+    api_cache: &api::ResponseCache,
+    store: &Store,
+) -> Arc<Registry> {
     let mut registry = Registry::default();
     registry.register(
         "fieldauth_http_requests",
@@ -78,6 +83,7 @@ pub fn registry(http: &HttpMetrics, oauth: &oauth::Metrics, store: &Store) -> Ar
         http.latency.clone(),
     );
     oauth.register(&mut registry);
+    api_cache.register(&mut registry);
     registry.register_collector(Box::new(DatabaseCollector {
         store: store.clone(),
     }));

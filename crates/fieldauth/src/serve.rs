@@ -78,13 +78,14 @@ pub async fn start_on(
         api::ApiConfig {
             issuer: config.issuer.as_str().to_owned(),
             audience: config.api_url.clone(),
+            response_cache_bytes: config.api_cache_bytes,
         },
         store.clone(),
         Arc::clone(&reload_clock),
     )
     .context("cannot prepare the API")?;
     let http_metrics = HttpMetrics::default();
-    let registry = metrics::registry(&http_metrics, oauth_state.metrics(), &store);
+    let registry = metrics::registry(&http_metrics, oauth_state.metrics(), &api_state.cache, &store);
     let common = Common {
         store: &store,
         registry: &registry,

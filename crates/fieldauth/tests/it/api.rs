@@ -206,6 +206,7 @@ async fn without_the_issuers_jwks_the_api_answers_503_then_recovers() {
     let config = api::ApiConfig {
         issuer: app.issuer.clone(),
         audience: app.api_url.clone(),
+        response_cache_bytes: 1 << 20,
     };
     let mut state =
         api::ApiState::new(config, app.store.clone(), Arc::new(jose::SystemClock)).unwrap();

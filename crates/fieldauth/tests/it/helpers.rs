@@ -81,6 +81,8 @@ impl TestApp {
             // Short, so a rotation by the CLI shows within the tests' patience.
             key_reload_interval: Duration::from_millis(200),
             throttle,
+            // On, as in production, so every API test also runs through the cache.
+            api_cache_bytes: 8 << 20,
         };
         let store = Store::connect(&db.url).await.unwrap();
         let server_store = match server_url == db.url {

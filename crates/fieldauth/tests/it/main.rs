@@ -7,6 +7,7 @@ mod helpers;
 mod api;
 mod api_access;
 mod api_areas;
+mod api_cache;
 mod api_support;
 mod audit;
 mod authorize;
