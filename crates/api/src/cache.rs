@@ -251,7 +251,11 @@ mod tests {
     fn serve(cache: &ResponseCache, token: &str, r: &async_graphql::Request, v: i64) -> Lookup {
         let lookup = cache.lookup(token, r, Some(v));
         if let Lookup::Miss(key, version) = &lookup {
-            cache.put(*key, *version, Bytes::from(format!("{token}:{}:{v}", r.query)));
+            cache.put(
+                *key,
+                *version,
+                Bytes::from(format!("{token}:{}:{v}", r.query)),
+            );
         }
         lookup
     }

@@ -60,11 +60,9 @@ async fn graphql(State(state): State<ApiState>, headers: HeaderMap, body: Bytes)
                 .into_response()
         }
     };
-    let lookup = state.cache.lookup(
-        authenticated.token,
-        &request,
-        authenticated.data_version,
-    );
+    let lookup = state
+        .cache
+        .lookup(authenticated.token, &request, authenticated.data_version);
     if let Lookup::Hit(body) = lookup {
         return json_body(body);
     }

@@ -267,7 +267,10 @@ mod tests {
         let b = unique_jobs_query(0, 2);
         let c = unique_jobs_query(1, 1);
         assert!(a != b && a != c && b != c && a != JOBS_QUERY);
-        assert!(a.starts_with("query BenchJobs { c0r1: __typename jobs(first: 20)"), "{a}");
+        assert!(
+            a.starts_with("query BenchJobs { c0r1: __typename jobs(first: 20)"),
+            "{a}"
+        );
         assert!(a.ends_with(&JOBS_QUERY["query BenchJobs {".len()..]));
     }
 }

@@ -71,7 +71,14 @@ fn every_workload_completes_requests_without_errors_on_sqlite() {
         .collect();
     assert_eq!(
         workloads,
-        ["login", "refresh", "exchange", "userinfo", "api", "api-uncached"]
+        [
+            "login",
+            "refresh",
+            "exchange",
+            "userinfo",
+            "api",
+            "api-uncached"
+        ]
     );
     for result in results {
         assert_eq!(result["backend"], "sqlite", "{result}");

@@ -85,7 +85,12 @@ pub async fn start_on(
     )
     .context("cannot prepare the API")?;
     let http_metrics = HttpMetrics::default();
-    let registry = metrics::registry(&http_metrics, oauth_state.metrics(), &api_state.cache, &store);
+    let registry = metrics::registry(
+        &http_metrics,
+        oauth_state.metrics(),
+        &api_state.cache,
+        &store,
+    );
     let common = Common {
         store: &store,
         registry: &registry,
@@ -117,7 +122,10 @@ pub async fn start_on(
         config.key_reload_interval,
         stopped,
     ));
-    tasks.spawn(checkpoint_wal(store_for_checkpoints, stopped_for_checkpoints));
+    tasks.spawn(checkpoint_wal(
+        store_for_checkpoints,
+        stopped_for_checkpoints,
+    ));
     tracing::info!(%auth_addr, %api_addr, issuer = %config.issuer, "listening");
     Ok(Server {
         auth_addr,

@@ -1704,7 +1704,10 @@ async fn every_write_raises_its_organizations_data_version_and_no_other(store: S
     let b_version = data_version(&store, &t, "org-b").await;
     let mut last = data_version(&store, &t, "org-a").await;
     let mut raised = |label: &'static str, now: i64| {
-        assert!(now > last, "{label} raised org-a's version ({last} → {now})");
+        assert!(
+            now > last,
+            "{label} raised org-a's version ({last} → {now})"
+        );
         last = now;
     };
 
@@ -1721,7 +1724,10 @@ async fn every_write_raises_its_organizations_data_version_and_no_other(store: S
     a.update_work_order_status("w1", WorkOrderStatus::InProgress, NOW)
         .await
         .unwrap();
-    raised("a work order's status", data_version(&store, &t, "org-a").await);
+    raised(
+        "a work order's status",
+        data_version(&store, &t, "org-a").await,
+    );
     job(&a, "j1", "w1", NOW + 3600, NOW + 7200).await;
     raised("a job", data_version(&store, &t, "org-a").await);
     employee(&a, "e1", "Ada").await;
@@ -1749,8 +1755,14 @@ async fn every_write_raises_its_organizations_data_version_and_no_other(store: S
     a.list_jobs(&JobFilter::default(), &first(10))
         .await
         .unwrap();
-    assert_err!(a.assign_job("j1", "nobody", NOW).await, _);
+    assert_err!(
+        a.assign_job("j1", "nobody", NOW).await,
+        StoreError::NotFound(_)
+    );
     assert_eq!(data_version(&store, &t, "org-a").await, last);
     assert_eq!(data_version(&store, &t, "org-b").await, b_version);
-    assert_eq!(store.tenant(&t).data_version("no-such-org").await.unwrap(), None);
+    assert_eq!(
+        store.tenant(&t).data_version("no-such-org").await.unwrap(),
+        None
+    );
 }

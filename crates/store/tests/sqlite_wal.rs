@@ -18,7 +18,10 @@ async fn commits_leave_the_log_to_the_background_checkpoint() {
     store.create_tenant(&tenant, "wal", NOW).await.unwrap();
     // Whatever the migrations and the tenant wrote, from an empty log on.
     let start = store.checkpoint().await.unwrap();
-    assert_eq!(start.copied_pages, start.wal_pages, "no reader holds the log");
+    assert_eq!(
+        start.copied_pages, start.wal_pages,
+        "no reader holds the log"
+    );
 
     // Each user is its own commit of a few pages: well past the default's threshold.
     for i in 0..600 {
@@ -30,11 +33,7 @@ async fn commits_leave_the_log_to_the_background_checkpoint() {
             name: "N",
             email: "n@example.com",
         };
-        store
-            .tenant(&tenant)
-            .create_user(&user, NOW)
-            .await
-            .unwrap();
+        store.tenant(&tenant).create_user(&user, NOW).await.unwrap();
     }
 
     let grown = store.checkpoint().await.unwrap();

@@ -151,7 +151,11 @@ async fn a_cached_answer_is_never_served_to_another_token_or_a_revoked_grant(db:
     let revoked = app
         .store
         .tenant(&TenantId::parse("acme").unwrap())
-        .revoke_grant(claims["grant_id"].as_str().unwrap(), "test", app.clock_now())
+        .revoke_grant(
+            claims["grant_id"].as_str().unwrap(),
+            "test",
+            app.clock_now(),
+        )
         .await
         .unwrap();
     assert!(revoked);
