@@ -42,6 +42,7 @@ on_both_backends!(
     authorization_codes_are_stored_once,
     signin_failures_count_per_subject_and_restart_after_the_window,
     a_code_is_redeemed_once_and_a_replay_names_its_grant,
+    two_presentations_of_one_code_issue_once_and_the_loser_is_a_replay,
     refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
     twenty_concurrent_rotations_of_one_token_have_one_winner,
     concurrent_failures_each_get_their_own_count,
@@ -884,6 +885,80 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
             .unwrap(),
         CodeExchange::Unknown
     ));
+}
+
+/// RFC 6749 §4.1.2 and §10.5: two presentations of one code, the second made before the
+/// first commits, issue one grant, and the other is a replay naming that grant (which the
+/// token endpoint then revokes). On PostgreSQL both read the code before either redeems it,
+/// and the conditional redemption in `issue` settles the race; on SQLite the redemption is
+/// itself the lock, so the second presentation waits for the first's commit.
+async fn two_presentations_of_one_code_issue_once_and_the_loser_is_a_replay(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    for hash in [b"c1", b"c2"] {
+        tenant
+            .create_authorization_code(&code(hash), NOW)
+            .await
+            .unwrap();
+    }
+
+    let first = redeem(&tenant, b"c1", "g1", NOW + 1).await;
+    let (user, loser_names) = match store.backend() {
+        Backend::Postgres => {
+            let second = redeem(&tenant, b"c1", "g2", NOW + 2).await;
+            let user = issued(first, "g1", Some(b"r1"), NOW + 1).await;
+            match second
+                .issue(&grant("g2"), Some(refresh(b"r2")), NOW + 2)
+                .await
+                .unwrap()
+            {
+                Issuance::Replayed { grant_id } => (user, grant_id),
+                other => panic!("the second issue must be a replay, got {other:?}"),
+            }
+        }
+        Backend::Sqlite => {
+            // Polled after the first issue has begun, so it queues behind that transaction.
+            let second = tenant.begin_code_exchange(b"c1", "g2", NOW + 2);
+            match tokio::join!(issued(first, "g1", Some(b"r1"), NOW + 1), second) {
+                (user, Ok(CodeExchange::Replayed { grant_id })) => (user, grant_id),
+                (_, other) => panic!("the second presentation must be a replay, got {other:?}"),
+            }
+        }
+    };
+    assert_eq!(user.user_id, "u1");
+    assert_eq!(loser_names.as_deref(), Some("g1"));
+    // The winner's grant and first refresh token alone exist, and the code names that grant.
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!(
+        (token.grant.grant_id.as_str(), token.grant.revoked_at),
+        ("g1", None)
+    );
+    assert!(tenant.find_grant("g2").await.unwrap().is_none());
+    assert!(tenant.find_refresh_token(b"r2").await.unwrap().is_none());
+    let stored = tenant
+        .find_authorization_code(b"c1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.redeemed_at, stored.grant_id.as_deref()),
+        (Some(NOW + 1), Some("g1"))
+    );
+
+    // PostgreSQL: a loser that failed the endpoint's checks spends a code already spent,
+    // and must not take the winner's grant off it (a later replay still revokes it).
+    if store.backend() == Backend::Postgres {
+        let second = redeem(&tenant, b"c2", "g4", NOW + 3).await;
+        issued(
+            redeem(&tenant, b"c2", "g3", NOW + 3).await,
+            "g3",
+            None,
+            NOW + 3,
+        )
+        .await;
+        assert_eq!(second.spend().await.unwrap().grant_id, None);
+        assert_eq!(replay(&tenant, b"c2", NOW + 4).await, Some("g3".into()));
+    }
 }
 
 async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
