@@ -114,6 +114,13 @@ pub enum RefreshRotation {
 const GRANT_COLUMNS: &str =
     "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at";
 
+/// The heads of the two inserts a grant's issue makes, shared by the transaction and by
+/// PostgreSQL's single statements so their columns cannot drift apart.
+pub(crate) const INSERT_GRANT: &str = "INSERT INTO grants (tenant_id, grant_id, client_id, \
+     user_id, organization_guid, scope, auth_time, created_at)";
+pub(crate) const INSERT_REFRESH_TOKEN: &str =
+    "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at)";
+
 impl TenantStore<'_> {
     /// Records the grant a redeemed code issued, its first refresh token if any, and the
     /// code's link to it, in one transaction.
@@ -284,7 +291,7 @@ impl TenantStore<'_> {
         next: NewRefreshToken<'_>,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
-        let found: Option<GrantAndUser> = sqlx::query_as(
+        let found: Option<GrantAndUser> = sqlx::query_as(&format!(
             "WITH consumed AS ( \
                UPDATE refresh_tokens SET consumed_at = $1 \
                WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
@@ -294,15 +301,14 @@ impl TenantStore<'_> {
                                     AND g.revoked_at IS NULL) \
                RETURNING grant_id), \
              successor AS ( \
-               INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
-               SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
+               {INSERT_REFRESH_TOKEN} SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
              SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
                g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
                u.name, u.email, u.created_at AS user_created_at \
              FROM consumed c \
              JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
-             JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
-        )
+             JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id"
+        ))
         .bind(now)
         .bind(self.id_str())
         .bind(token_hash.to_vec())
@@ -367,10 +373,9 @@ pub(crate) async fn insert_grant(
     refresh_token: Option<NewRefreshToken<'_>>,
     now: UnixTime,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO grants (tenant_id, grant_id, client_id, user_id, organization_guid, scope, \
-         auth_time, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
+    sqlx::query(&format!(
+        "{INSERT_GRANT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    ))
     .bind(tenant.id_str())
     .bind(grant.grant_id)
     .bind(grant.client_id)
@@ -401,10 +406,9 @@ async fn insert_refresh_token(
     token: NewRefreshToken<'_>,
     now: UnixTime,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5)",
-    )
+    sqlx::query(&format!(
+        "{INSERT_REFRESH_TOKEN} VALUES ($1, $2, $3, $4, $5)"
+    ))
     .bind(tenant_id)
     .bind(token.token_hash.to_vec())
     .bind(grant_id)

@@ -4,9 +4,9 @@
 
 use store::testing::TestDatabase;
 use store::{
-    Backend, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RedeemedCode,
-    RefreshRotation, Store, StoreError, TenantId, TenantStore,
+    Backend, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, Issuance,
+    NewAuthorizationCode, NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser,
+    RedeemedCode, RefreshRotation, Store, StoreError, TenantId, TenantStore, User,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -42,6 +42,7 @@ on_both_backends!(
     authorization_codes_are_stored_once,
     signin_failures_count_per_subject_and_restart_after_the_window,
     a_code_is_redeemed_once_and_a_replay_names_its_grant,
+    two_presentations_of_one_code_issue_once_and_the_loser_is_a_replay,
     refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
     twenty_concurrent_rotations_of_one_token_have_one_winner,
     concurrent_failures_each_get_their_own_count,
@@ -793,6 +794,23 @@ async fn redeem<'t>(
     }
 }
 
+/// An issue that must write its grant: the user it returns.
+async fn issued(
+    redeemed: RedeemedCode<'_>,
+    grant_id: &str,
+    refresh_hash: Option<&[u8]>,
+    now: i64,
+) -> User {
+    match redeemed
+        .issue(&grant(grant_id), refresh_hash.map(refresh), now)
+        .await
+        .unwrap()
+    {
+        Issuance::Issued(user) => *user,
+        other => panic!("{grant_id} must be issued, got {other:?}"),
+    }
+}
+
 /// A later presentation, which must be a replay: the grant the code issued, if any.
 async fn replay(tenant: &TenantStore<'_>, hash: &[u8], now: i64) -> Option<String> {
     match tenant.begin_code_exchange(hash, "gx", now).await.unwrap() {
@@ -829,12 +847,8 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
 
     // A redemption that issues writes the grant and its first refresh token in its commit;
     // a replay names that grant.
-    let user = redeem(&tenant, b"c2", "g2", NOW + 3)
-        .await
-        .issue(&grant("g2"), Some(refresh(b"r2")), NOW + 3)
-        .await
-        .unwrap()
-        .expect("the code's user exists");
+    let redeemed = redeem(&tenant, b"c2", "g2", NOW + 3).await;
+    let user = issued(redeemed, "g2", Some(b"r2"), NOW + 3).await;
     assert_eq!(user.user_id, "u1");
     assert_eq!(replay(&tenant, b"c2", NOW + 4).await, Some("g2".into()));
     let token = tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
@@ -871,6 +885,80 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
             .unwrap(),
         CodeExchange::Unknown
     ));
+}
+
+/// RFC 6749 §4.1.2 and §10.5: two presentations of one code, the second made before the
+/// first commits, issue one grant, and the other is a replay naming that grant (which the
+/// token endpoint then revokes). On PostgreSQL both read the code before either redeems it,
+/// and the conditional redemption in `issue` settles the race; on SQLite the redemption is
+/// itself the lock, so the second presentation waits for the first's commit.
+async fn two_presentations_of_one_code_issue_once_and_the_loser_is_a_replay(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    for hash in [b"c1", b"c2"] {
+        tenant
+            .create_authorization_code(&code(hash), NOW)
+            .await
+            .unwrap();
+    }
+
+    let first = redeem(&tenant, b"c1", "g1", NOW + 1).await;
+    let (user, loser_names) = match store.backend() {
+        Backend::Postgres => {
+            let second = redeem(&tenant, b"c1", "g2", NOW + 2).await;
+            let user = issued(first, "g1", Some(b"r1"), NOW + 1).await;
+            match second
+                .issue(&grant("g2"), Some(refresh(b"r2")), NOW + 2)
+                .await
+                .unwrap()
+            {
+                Issuance::Replayed { grant_id } => (user, grant_id),
+                other => panic!("the second issue must be a replay, got {other:?}"),
+            }
+        }
+        Backend::Sqlite => {
+            // Polled after the first issue has begun, so it queues behind that transaction.
+            let second = tenant.begin_code_exchange(b"c1", "g2", NOW + 2);
+            match tokio::join!(issued(first, "g1", Some(b"r1"), NOW + 1), second) {
+                (user, Ok(CodeExchange::Replayed { grant_id })) => (user, grant_id),
+                (_, other) => panic!("the second presentation must be a replay, got {other:?}"),
+            }
+        }
+    };
+    assert_eq!(user.user_id, "u1");
+    assert_eq!(loser_names.as_deref(), Some("g1"));
+    // The winner's grant and first refresh token alone exist, and the code names that grant.
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!(
+        (token.grant.grant_id.as_str(), token.grant.revoked_at),
+        ("g1", None)
+    );
+    assert!(tenant.find_grant("g2").await.unwrap().is_none());
+    assert!(tenant.find_refresh_token(b"r2").await.unwrap().is_none());
+    let stored = tenant
+        .find_authorization_code(b"c1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.redeemed_at, stored.grant_id.as_deref()),
+        (Some(NOW + 1), Some("g1"))
+    );
+
+    // PostgreSQL: a loser that failed the endpoint's checks spends a code already spent,
+    // and must not take the winner's grant off it (a later replay still revokes it).
+    if store.backend() == Backend::Postgres {
+        let second = redeem(&tenant, b"c2", "g4", NOW + 3).await;
+        issued(
+            redeem(&tenant, b"c2", "g3", NOW + 3).await,
+            "g3",
+            None,
+            NOW + 3,
+        )
+        .await;
+        assert_eq!(second.spend().await.unwrap().grant_id, None);
+        assert_eq!(replay(&tenant, b"c2", NOW + 4).await, Some("g3".into()));
+    }
 }
 
 async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
@@ -1023,8 +1111,9 @@ async fn concurrent_failures_each_get_their_own_count(store: Store) {
 }
 
 /// The round trips of the two hot paths (issue 9: no statement that is not needed), counted
-/// by the store: each is one transaction whose statements are BEGIN, the conditional update,
-/// the writes, one read of what the tokens say, and COMMIT.
+/// by the store: on SQLite each is one transaction whose statements are BEGIN, the
+/// conditional update, the writes, one read of what the tokens say, and COMMIT; PostgreSQL
+/// does each transaction's work in one statement.
 async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
@@ -1033,16 +1122,58 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
         .await
         .unwrap();
 
-    // Code exchange: BEGIN, redeem (naming the grant), read the user, insert the grant,
-    // insert its refresh token, COMMIT.
+    // Code exchange on SQLite: BEGIN, redeem (naming the grant), read the user, insert the
+    // grant, insert its refresh token, COMMIT. On PostgreSQL: read the code, then one
+    // statement that redeems it, inserts the grant and its refresh token and reads the user
+    // (data-modifying CTEs).
     let before = store.statements_executed();
-    redeem(&tenant, b"c1", "g1", NOW + 1)
+    let redeemed = redeem(&tenant, b"c1", "g1", NOW + 1).await;
+    let user = issued(redeemed, "g1", Some(b"r1"), NOW + 1).await;
+    let exchange_statements = match store.backend() {
+        Backend::Sqlite => 6,
+        Backend::Postgres => 2,
+    };
+    assert_eq!(
+        store.statements_executed() - before,
+        exchange_statements,
+        "code exchange"
+    );
+    assert_eq!(user.username, "alice");
+    // The grant and its first refresh token were really written, and the code names them.
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            token.grant.grant_id.as_str(),
+            token.grant.user_id.as_str(),
+            token.grant.created_at,
+            token.consumed_at
+        ),
+        ("g1", "u1", NOW + 1, None)
+    );
+    assert_eq!(replay(&tenant, b"c1", NOW + 1).await, Some("g1".into()));
+
+    // A code that fails the token endpoint's checks: on SQLite BEGIN, redeem, clear the
+    // grant it named, COMMIT; on PostgreSQL read it, then one conditional redemption.
+    tenant
+        .create_authorization_code(&code(b"c2"), NOW)
         .await
-        .issue(&grant("g1"), Some(refresh(b"r1")), NOW + 1)
-        .await
-        .unwrap()
         .unwrap();
-    assert_eq!(store.statements_executed() - before, 6, "code exchange");
+    let before = store.statements_executed();
+    redeem(&tenant, b"c2", "g2", NOW + 1)
+        .await
+        .spend()
+        .await
+        .unwrap();
+    let spend_statements = match store.backend() {
+        Backend::Sqlite => 4,
+        Backend::Postgres => 2,
+    };
+    assert_eq!(
+        store.statements_executed() - before,
+        spend_statements,
+        "spent code"
+    );
+    assert_eq!(replay(&tenant, b"c2", NOW + 1).await, None);
 
     // Refresh on SQLite: BEGIN, consume, insert the successor, read the grant with its user,
     // COMMIT. PostgreSQL does the same in one statement (data-modifying CTEs).

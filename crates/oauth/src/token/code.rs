@@ -3,7 +3,9 @@
 
 use axum::http::HeaderMap;
 use jose::UnixTime;
-use store::{AuthorizationCode, CodeExchange, Grant, NewGrant, NewRefreshToken, TenantId};
+use store::{
+    AuthorizationCode, CodeExchange, Grant, Issuance, NewGrant, NewRefreshToken, TenantId,
+};
 use subtle::ConstantTimeEq;
 
 use super::client_auth::authenticate_client;
@@ -39,9 +41,7 @@ pub async fn exchange_code(
     {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed { grant_id } => {
-            if let Some(grant_id) = grant_id {
-                revoke_for_replay(state, &tenant_id, &client.client_id, &grant_id, now).await?;
-            }
+            revoke_for_replay(state, &tenant_id, &client.client_id, grant_id, now).await?;
             return Err(OAuthError::InvalidGrant("the code was already used"));
         }
         CodeExchange::Unknown => return Err(OAuthError::InvalidGrant("the code is not valid")),
@@ -80,10 +80,16 @@ pub async fn exchange_code(
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     });
     // One commit: the code is spent only together with the grant that it issues.
-    let user = redeemed
-        .issue(&new_grant, first, now)
-        .await?
-        .ok_or(OAuthError::InvalidGrant("the user no longer exists"))?;
+    let user = match redeemed.issue(&new_grant, first, now).await? {
+        Issuance::Issued(user) => *user,
+        Issuance::UserGone => return Err(OAuthError::InvalidGrant("the user no longer exists")),
+        // Another presentation redeemed the code after this one read it: this one is the
+        // replay, as it would have been had it come a moment later.
+        Issuance::Replayed { grant_id } => {
+            revoke_for_replay(state, &tenant_id, &client.client_id, grant_id, now).await?;
+            return Err(OAuthError::InvalidGrant("the code was already used"));
+        }
+    };
     let grant = Grant {
         grant_id: grant_id.clone(),
         client_id: code.client_id.clone(),
@@ -106,14 +112,17 @@ pub async fn exchange_code(
     issue::mint(state, issue, now).await
 }
 
-/// RFC 6749 §10.5: a replayed code revokes what its first redemption issued.
+/// RFC 6749 §10.5: a replayed code revokes what its first redemption issued, if anything.
 async fn revoke_for_replay(
     state: &OAuthState,
     tenant_id: &TenantId,
     client_id: &str,
-    grant_id: &str,
+    grant_id: Option<String>,
     now: UnixTime,
 ) -> Result<(), OAuthError> {
+    let Some(grant_id) = grant_id.as_deref() else {
+        return Ok(());
+    };
     let revoked = state
         .store
         .tenant(tenant_id)

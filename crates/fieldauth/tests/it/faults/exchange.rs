@@ -3,11 +3,12 @@
 use super::*;
 use crate::flow::{token_request, CLIENT_ID, REDIRECT_URI, VERIFIER};
 
-/// A partition that begins after the code is marked redeemed but before its grant is
-/// written. The exchange is one transaction, so the 503 leaves the code unspent: the client,
-/// told to try again (RFC 6749 §5.2), redeems the same code once the database is back and
-/// gets its tokens. Were the redemption committed on its own, the retry would find the code
-/// used and be refused with `invalid_grant`, and the user would have to sign in again.
+/// A partition that begins as the grant is about to be written. The code is marked redeemed
+/// only by the statement that writes its grant, so the 503 leaves the code unspent: the
+/// client, told to try again (RFC 6749 §5.2), redeems the same code once the database is
+/// back and gets its tokens. Were the redemption committed on its own, the retry would find
+/// the code used and be refused with `invalid_grant`, and the user would have to sign in
+/// again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_lost_in_the_middle_of_a_code_exchange_leaves_the_code_usable() {
     let Some((app, proxy)) = app_behind_proxy().await else {
@@ -27,7 +28,7 @@ async fn a_database_lost_in_the_middle_of_a_code_exchange_leaves_the_code_usable
         ("client_id", CLIENT_ID),
     ];
 
-    // The grant's first statement, sent after the code's conditional update.
+    // The statement that writes the grant, which is also the one that redeems the code.
     proxy.blackhole_at_statement("INSERT INTO grants");
     let (response, took) = within(
         PARTITION_LIMIT,
