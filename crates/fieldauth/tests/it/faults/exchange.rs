@@ -32,7 +32,7 @@ async fn a_database_lost_in_the_middle_of_a_code_exchange_leaves_the_code_usable
     proxy.blackhole_at_statement("INSERT INTO grants");
     let (response, took) = within(
         PARTITION_LIMIT,
-        "code exchange partitioned after the redemption",
+        "code exchange partitioned at the statement that redeems and issues",
         token_request(&app, &fields, None),
     )
     .await;
