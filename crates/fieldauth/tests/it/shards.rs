@@ -140,6 +140,8 @@ fn one_flow_of(tenant: &str) -> BTreeMap<(String, String), i64> {
         ("clients", 1),
         ("grants", 1),
         ("memberships", 2),
+        // One data version per organization, made with it (migration 0004).
+        ("organization_data_versions", 2),
         ("organizations", 2),
         ("refresh_tokens", 2),
         ("tenants", 1),
