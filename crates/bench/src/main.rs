@@ -337,7 +337,11 @@ async fn run_backend(
         log_path: logs.path().join("server.log"),
     };
     let server = Server::start(&settings).await?;
-    let outcome = measure(&server, tenant, backend, plan).await;
+    let statistics = match backend {
+        Backend::Postgres => Some(database.url().to_owned()),
+        Backend::Sqlite => None,
+    };
+    let outcome = measure(&server, tenant, backend, plan, statistics).await;
     let outcome = match outcome {
         Ok(rows) => Ok(rows),
         Err(error) => Err(error.context(format!("the server's log ends:\n{}", server.log_tail()))),
@@ -353,6 +357,7 @@ async fn measure(
     tenant: provision::Tenant,
     backend: Backend,
     plan: &Plan,
+    statistics: Option<String>,
 ) -> Result<Vec<Row>> {
     let timing = plan.timing;
     let usernames: Vec<String> = (0..timing.connections).map(provision::username).collect();
@@ -381,6 +386,7 @@ async fn measure(
         target,
         userinfo_token: userinfo.access_token.into(),
         api_token: api.access_token.into(),
+        statistics,
     };
     let mut rows = Vec::new();
     for workload in &plan.workloads {
