@@ -37,6 +37,34 @@ async fn lookups(app: &TestApp) -> (u64, u64, u64) {
     (count("hit"), count("miss"), count("bypass"))
 }
 
+async fn create_customer(app: &TestApp, token: &str, name: &str) {
+    ok(
+        app,
+        token,
+        CREATE_CUSTOMER,
+        json!({ "input": { "name": name } }),
+    )
+    .await;
+}
+
+/// An employee written straight to the store, as the CLI, another node or SQL would.
+async fn employee_written_elsewhere(app: &TestApp, organization: &str, id: &str, name: &str) {
+    let tenant = TenantId::parse("acme").unwrap();
+    let employee = NewEmployee {
+        employee_id: id,
+        name,
+        role: EmployeeRole::Technician,
+        email: None,
+        phone: None,
+    };
+    app.store
+        .tenant(&tenant)
+        .organization(organization)
+        .create_employee(&employee, app.clock_now())
+        .await
+        .unwrap();
+}
+
 fn names(data: &Value, list: &str) -> Vec<String> {
     data[list]["nodes"]
         .as_array()
@@ -64,13 +92,7 @@ async fn a_repeated_query_is_served_again_until_the_data_changes(db: TestDatabas
     );
 
     // A write through the API: the next answer has it.
-    ok(
-        &app,
-        &token,
-        CREATE_CUSTOMER,
-        json!({ "input": { "name": "Harbor View" } }),
-    )
-    .await;
+    create_customer(&app, &token, "Harbor View").await;
     let data = ok(&app, &token, CUSTOMERS, json!({})).await;
     assert_eq!(names(&data, "customers"), ["Harbor View"]);
     let (hits, ..) = lookups(&app).await;
@@ -80,42 +102,13 @@ async fn a_repeated_query_is_served_again_until_the_data_changes(db: TestDatabas
     let employees = ok(&app, &token, EMPLOYEES, json!({})).await;
     assert_eq!(employees["employees"]["totalCount"], 0);
     assert_eq!(ok(&app, &token, EMPLOYEES, json!({})).await, employees);
-    let tenant = TenantId::parse("acme").unwrap();
-    app.store
-        .tenant(&tenant)
-        .organization(&seeded.alpha)
-        .create_employee(
-            &NewEmployee {
-                employee_id: "emp_direct",
-                name: "Written Elsewhere",
-                role: EmployeeRole::Technician,
-                email: None,
-                phone: None,
-            },
-            app.clock_now(),
-        )
-        .await
-        .unwrap();
+    employee_written_elsewhere(&app, &seeded.alpha, "emp_direct", "Written Elsewhere").await;
     let data = ok(&app, &token, EMPLOYEES, json!({})).await;
     assert_eq!(names(&data, "employees"), ["Written Elsewhere"]);
 
     // A write to another organization leaves this one's answer in place.
     let (hits, ..) = lookups(&app).await;
-    app.store
-        .tenant(&tenant)
-        .organization(&seeded.bravo)
-        .create_employee(
-            &NewEmployee {
-                employee_id: "emp_bravo",
-                name: "Of Bravo",
-                role: EmployeeRole::Technician,
-                email: None,
-                phone: None,
-            },
-            app.clock_now(),
-        )
-        .await
-        .unwrap();
+    employee_written_elsewhere(&app, &seeded.bravo, "emp_bravo", "Of Bravo").await;
     assert_eq!(ok(&app, &token, EMPLOYEES, json!({})).await, data);
     assert_eq!(lookups(&app).await.0, hits + 1);
     app.stop().await;
@@ -126,13 +119,7 @@ async fn a_cached_answer_is_never_served_to_another_token_or_a_revoked_grant(db:
     let seeded = setup(&app).await;
     let browser = app.browser();
     let everything = token(&app, &browser, &seeded.alpha, ALL_API).await;
-    ok(
-        &app,
-        &everything,
-        CREATE_CUSTOMER,
-        json!({ "input": { "name": "Harbor View" } }),
-    )
-    .await;
+    create_customer(&app, &everything, "Harbor View").await;
     let kept = ok(&app, &everything, CUSTOMERS, json!({})).await;
     assert_eq!(ok(&app, &everything, CUSTOMERS, json!({})).await, kept);
 
