@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, ConnectOptions, Executor};
 
 use crate::error::StoreError;
 use crate::tenant::{TenantId, TenantStore};
@@ -16,6 +16,7 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+const SLOW_STATEMENT: Duration = Duration::from_secs(5);
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,8 +301,12 @@ fn connect_options(url: &str, backend: Backend) -> Result<AnyConnectOptions, Sto
         _ => url.to_owned(),
     };
     // sqlx logs statements at debug level; their text never carries a secret, since every
-    // value is bound.
-    AnyConnectOptions::from_str(&url).map_err(|_| StoreError::UnsupportedUrl)
+    // value is bound. A statement is "slow" (a warning) from 5 s, the request deadline's
+    // scale, not sqlx's 1 s: waiting up to a second or two for the migrator's advisory lock
+    // while other nodes or commands migrate is expected, not a fault.
+    AnyConnectOptions::from_str(&url)
+        .map(|options| options.log_slow_statements(log::LevelFilter::Warn, SLOW_STATEMENT))
+        .map_err(|_| StoreError::UnsupportedUrl)
 }
 
 fn pool_size(backend: Backend) -> u32 {
