@@ -239,12 +239,15 @@ impl TenantStore<'_> {
         }
         let mut tx = self.begin().await?;
         // The write comes first, so SQLite takes its write lock at once and concurrent
-        // rotations queue instead of failing; PostgreSQL re-checks the row after a wait.
+        // rotations queue instead of failing. The grant's check is correlated, so it is one
+        // lookup by key: `grant_id IN (SELECT …)` had SQLite list every grant of the tenant.
         let consumed: Option<(String,)> = sqlx::query_as(
             "UPDATE refresh_tokens SET consumed_at = $1 \
              WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
-               AND grant_id IN (SELECT grant_id FROM grants \
-                                WHERE tenant_id = $2 AND client_id = $4 AND revoked_at IS NULL) \
+               AND EXISTS (SELECT 1 FROM grants g \
+                           WHERE g.tenant_id = refresh_tokens.tenant_id \
+                             AND g.grant_id = refresh_tokens.grant_id \
+                             AND g.client_id = $4 AND g.revoked_at IS NULL) \
              RETURNING grant_id",
         )
         .bind(now)
@@ -295,10 +298,11 @@ impl TenantStore<'_> {
             "WITH consumed AS ( \
                UPDATE refresh_tokens SET consumed_at = $1 \
                WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
-                 AND grant_id IN (SELECT g.grant_id FROM grants g JOIN users u \
-                                    ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-                                  WHERE g.tenant_id = $2 AND g.client_id = $4 \
-                                    AND g.revoked_at IS NULL) \
+                 AND EXISTS (SELECT 1 FROM grants g JOIN users u \
+                               ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+                             WHERE g.tenant_id = refresh_tokens.tenant_id \
+                               AND g.grant_id = refresh_tokens.grant_id \
+                               AND g.client_id = $4 AND g.revoked_at IS NULL) \
                RETURNING grant_id), \
              successor AS ( \
                {INSERT_REFRESH_TOKEN} SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
