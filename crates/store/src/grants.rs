@@ -155,14 +155,6 @@ impl TenantStore<'_> {
         .await?)
     }
 
-    /// True while the grant exists and is not revoked: what every access token of it needs.
-    pub async fn grant_is_live(&self, grant_id: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .find_grant(grant_id)
-            .await?
-            .is_some_and(|g| g.revoked_at.is_none()))
-    }
-
     /// The user an access token names, if the token's grant still stands: what userinfo
     /// needs, in one read.
     pub async fn user_of_grant(

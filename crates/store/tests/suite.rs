@@ -4,7 +4,7 @@
 
 use store::testing::TestDatabase;
 use store::{
-    Backend, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, Issuance,
+    ApiStanding, Backend, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, Issuance,
     NewAuthorizationCode, NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser,
     RedeemedCode, RefreshRotation, Store, StoreError, TenantId, TenantStore, User,
 };
@@ -1024,8 +1024,13 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         !tenant.revoke_grant("g1", "again", NOW + 9).await.unwrap(),
         "already revoked"
     );
-    assert!(!tenant.grant_is_live("g1").await.unwrap());
-    assert!(!tenant.grant_is_live("no-such-grant").await.unwrap());
+    for grant_id in ["g1", "no-such-grant"] {
+        assert_eq!(
+            tenant.api_standing(grant_id, "org-a").await.unwrap(),
+            ApiStanding::Revoked,
+            "{grant_id}"
+        );
+    }
 
     // An expired token is refused without revoking anything.
     tenant
@@ -1055,7 +1060,10 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         tenant.find_grant("g2").await.unwrap().unwrap().revoked_at,
         None
     );
-    assert!(tenant.grant_is_live("g2").await.unwrap());
+    assert!(matches!(
+        tenant.api_standing("g2", "org-a").await.unwrap(),
+        ApiStanding::Live { .. }
+    ));
 }
 
 /// DESIGN.md: rotation is one atomic conditional update, so concurrent refreshes of one
