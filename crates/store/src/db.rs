@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, ConnectOptions, Executor};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
 
 use crate::error::StoreError;
 use crate::tenant::{TenantId, TenantStore};
@@ -17,6 +17,11 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const SLOW_STATEMENT: Duration = Duration::from_secs(5);
+/// A pooled connection idle this long is pinged before it is handed out; one used moments
+/// ago is not (as HikariCP's alive-bypass window). sqlx's default pings on every acquire:
+/// a round trip to PostgreSQL, or a hop to SQLite's thread, before each statement of a
+/// request. sqlx still pings each connection as it is released, and drops a broken one.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,6 +240,15 @@ impl Database {
             // The bound on how long a request waits for a database that does not answer:
             // then it gets a 503 (docs/deployment.md, Faults).
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_AFTER_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
