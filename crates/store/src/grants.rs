@@ -229,49 +229,27 @@ impl TenantStore<'_> {
                 .rotate_in_one_statement(token_hash, client_id, next, now)
                 .await;
         }
-        let mut tx = self.begin().await?;
-        // The write comes first, so SQLite takes its write lock at once and concurrent
-        // rotations queue instead of failing. The grant's check is correlated, so it is one
-        // lookup by key: `grant_id IN (SELECT …)` had SQLite list every grant of the tenant.
-        let consumed: Option<(String,)> = sqlx::query_as(
-            "UPDATE refresh_tokens SET consumed_at = $1 \
-             WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
-               AND EXISTS (SELECT 1 FROM grants g \
-                           WHERE g.tenant_id = refresh_tokens.tenant_id \
-                             AND g.grant_id = refresh_tokens.grant_id \
-                             AND g.client_id = $4 AND g.revoked_at IS NULL) \
-             RETURNING grant_id",
-        )
-        .bind(now)
-        .bind(self.id_str())
-        .bind(token_hash.to_vec())
-        .bind(client_id)
-        .fetch_optional(self.in_tx(&mut tx))
-        .await?;
-        let Some((grant_id,)) = consumed else {
-            tx.rollback().await?;
-            return self.diagnose_refusal(token_hash, now).await;
-        };
-        insert_refresh_token(self.in_tx(&mut tx), self.id_str(), &grant_id, next, now).await?;
-        // The grant and its user in one read: what the new tokens say.
-        let found: Option<GrantAndUser> = sqlx::query_as(
-            "SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
-               g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
-               u.name, u.email, u.created_at AS user_created_at \
-             FROM grants g JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-             WHERE g.tenant_id = $1 AND g.grant_id = $2",
-        )
-        .bind(self.id_str())
-        .bind(&grant_id)
-        .fetch_optional(self.in_tx(&mut tx))
-        .await?;
-        let Some(found) = found else {
-            // The user is gone: the token stays unspent and the grant answers nothing.
-            tx.rollback().await?;
-            return Ok(RefreshRotation::Refused);
-        };
-        self.commit(tx).await?;
-        Ok(rotated(found))
+        // One statement, so no transaction (BEGIN and COMMIT would each be a trip to the
+        // connection's thread): see `SQLITE_ROTATION`.
+        let _turn = self.write_turn().await;
+        let rows: Vec<GrantAndUser> = sqlx::query_as(&SQLITE_ROTATION)
+            .bind(now)
+            .bind(self.id_str())
+            .bind(token_hash.to_vec())
+            .bind(client_id)
+            .bind(next.token_hash.to_vec())
+            .bind(next.expires_at)
+            .fetch_all(self.pool())
+            .await?;
+        match <[GrantAndUser; 2]>::try_from(rows) {
+            Ok([found, _successor]) => Ok(rotated(found)),
+            Err(rows) if rows.is_empty() => self.diagnose_refusal(token_hash, now).await,
+            // Only a successor whose hash is a stored token's (a 256-bit collision) is
+            // left out, and the presented token is then spent: the client signs in again.
+            Err(_) => Err(StoreError::Corrupt(
+                "a refresh rotation stored no successor",
+            )),
+        }
     }
 
     /// PostgreSQL's rotation: the consume, the successor and the read in one statement, so
@@ -360,6 +338,62 @@ impl TenantStore<'_> {
         .await?)
     }
 }
+
+/// SQLite's rotation, one statement (SQLite has no data-modifying CTEs): an insert of two
+/// rows, the presented token's hash and its successor's, from a read of the presented token
+/// that requires it live, unexpired, of this client's standing grant and of an existing user.
+/// The presented token's row conflicts with itself, and the upsert consumes it; the
+/// successor's is inserted. SQLite reads an insert's source in full before it writes when
+/// both are one table, so the two rows stand or fall together, and a token already consumed
+/// gives none. Each returned row (the consumed and the new) carries the grant and its user.
+static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let grant = |column: &str| {
+        format!(
+            "(SELECT g.{column} FROM grants g \
+              WHERE g.tenant_id = refresh_tokens.tenant_id \
+                AND g.grant_id = refresh_tokens.grant_id)"
+        )
+    };
+    let user = |column: &str| {
+        format!(
+            "(SELECT u.{column} FROM grants g \
+               JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+              WHERE g.tenant_id = refresh_tokens.tenant_id \
+                AND g.grant_id = refresh_tokens.grant_id)"
+        )
+    };
+    format!(
+        "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
+         SELECT t.tenant_id, v.column1, t.grant_id, $1, $6 \
+         FROM refresh_tokens t, (VALUES ($3), ($5)) v \
+         WHERE t.tenant_id = $2 AND t.token_hash = $3 AND t.consumed_at IS NULL \
+           AND t.expires_at > $1 \
+           AND EXISTS (SELECT 1 FROM grants g JOIN users u \
+                         ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+                       WHERE g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id \
+                         AND g.client_id = $4 AND g.revoked_at IS NULL) \
+         ON CONFLICT (tenant_id, token_hash) DO UPDATE SET consumed_at = $1 \
+           WHERE refresh_tokens.token_hash = $3 AND refresh_tokens.consumed_at IS NULL \
+         RETURNING grant_id, {client_id} AS client_id, {user_id} AS user_id, \
+           {organization_guid} AS organization_guid, {scope} AS scope, \
+           {auth_time} AS auth_time, {created_at} AS created_at, \
+           {revoked_at} AS revoked_at, {username} AS username, \
+           {password_hash} AS password_hash, {name} AS name, {email} AS email, \
+           {user_created_at} AS user_created_at",
+        client_id = grant("client_id"),
+        user_id = grant("user_id"),
+        organization_guid = grant("organization_guid"),
+        scope = grant("scope"),
+        auth_time = grant("auth_time"),
+        created_at = grant("created_at"),
+        revoked_at = grant("revoked_at"),
+        username = user("username"),
+        password_hash = user("password_hash"),
+        name = user("name"),
+        email = user("email"),
+        user_created_at = user("created_at"),
+    )
+});
 
 /// A grant's rows: the grant and its first refresh token.
 pub(crate) async fn insert_grant(

@@ -103,14 +103,21 @@ impl<'a> TenantStore<'a> {
     /// request's deadline. End one before beginning the next.
     pub(crate) async fn begin(&self) -> Result<Transaction, StoreError> {
         // The turn before the connection: a writer waiting for its turn holds no connection.
-        let writer = match self.store.database_of(self.tenant).writer() {
-            Some(turn) => Some(turn.lock_owned().await),
-            None => None,
-        };
+        let writer = self.write_turn().await;
         Ok(Transaction {
             tx: self.pool().begin().await?,
             _writer: writer,
         })
+    }
+
+    /// On SQLite, the process's turn to write, for a write of one statement that would
+    /// otherwise wait in SQLite's busy handler (which sleeps) behind a transaction; nothing
+    /// on PostgreSQL. Not reentrant, as [`TenantStore::begin`].
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match self.store.database_of(self.tenant).writer() {
+            Some(turn) => Some(turn.lock_owned().await),
+            None => None,
+        }
     }
 
     pub(crate) fn in_tx<'t>(&self, tx: &'t mut Transaction) -> &'t mut sqlx::AnyConnection {
