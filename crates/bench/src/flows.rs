@@ -86,10 +86,17 @@ fn random_bytes() -> Result<[u8; 32]> {
 }
 
 /// An authorization code with the PKCE verifier its request was made with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Code {
     pub code: String,
     verifier: String,
+}
+
+impl Code {
+    /// A code made elsewhere (a compared server's seeding endpoint), with its verifier.
+    pub fn new(code: String, verifier: String) -> Code {
+        Code { code, verifier }
+    }
 }
 
 /// One whole sign-in as a browser and a public client do it: [`sign_in`], then the code
