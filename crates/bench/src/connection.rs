@@ -138,9 +138,7 @@ impl Connection {
                 ..
             } => {
                 let tokens = flows::refresh(client, target, refresh_token).await?;
-                *refresh_token = tokens
-                    .refresh_token
-                    .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
+                *refresh_token = flows::signed_with_successor(tokens, "refresh")?;
             }
             Connection::Exchange {
                 client,
@@ -155,9 +153,7 @@ impl Connection {
                     )
                 })?;
                 let tokens = flows::exchange(client, target, &code).await?;
-                if tokens.id_token.is_none() {
-                    bail!("code exchange: no ID token for a request with scope openid");
-                }
+                flows::signed_with_successor(tokens, "code exchange")?;
             }
             Connection::Userinfo { client, url, token } => {
                 let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
