@@ -1,5 +1,5 @@
-//! One connection of a workload: its own HTTP client and user, and the request (or flow) it
-//! repeats.
+//! One connection of a workload: its own HTTP client and user, the request (or flow) it
+//! repeats, and where its refresh tokens and codes come from.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
 use crate::flows::{self, expect_status, Code, Target, Tokens};
+use crate::node_oidc::Seeder;
 use crate::provision::{JOBS, JOBS_QUERY};
 use crate::workloads::{Shared, Workload, LOGIN_SCOPE};
 
@@ -22,12 +23,12 @@ pub enum Connection {
     Refresh {
         client: Client,
         target: Arc<Target>,
-        username: String,
+        seeds: Seeds,
         refresh_token: String,
     },
     Exchange {
-        /// Signed in, to mint the codes.
-        browser: Client,
+        /// Where the codes come from.
+        seeds: Seeds,
         /// The client app redeeming them.
         client: Client,
         target: Arc<Target>,
@@ -60,24 +61,38 @@ impl Connection {
             .get(index % target.usernames.len().max(1))
             .cloned()
             .ok_or_else(|| anyhow!("no bench user"))?;
+        let seeds = || -> Result<Seeds> {
+            Ok(match &shared.seeder {
+                Some(seeder) => Seeds::Endpoint {
+                    seeder: seeder.clone(),
+                    account: username.clone(),
+                },
+                None => Seeds::SignIn {
+                    browser: flows::browser()?,
+                    username: username.clone(),
+                },
+            })
+        };
         Ok(match workload {
             Workload::Login => Connection::Login {
                 browser: flows::browser()?,
                 target,
                 username,
             },
-            Workload::Refresh => Connection::Refresh {
-                refresh_token: first_refresh_token(&target, &username).await?,
-                client: flows::app_client()?,
-                target,
-                username,
-            },
+            Workload::Refresh => {
+                let seeds = seeds()?;
+                Connection::Refresh {
+                    refresh_token: seeds.refresh_token(&target).await?,
+                    client: flows::app_client()?,
+                    target,
+                    seeds,
+                }
+            }
             Workload::Exchange => {
-                let browser = flows::browser()?;
-                // For the session the codes are minted in.
-                flows::login(&browser, &target, &username, LOGIN_SCOPE).await?;
+                let seeds = seeds()?;
+                seeds.prepare_codes(&target).await?;
                 Connection::Exchange {
-                    browser,
+                    seeds,
                     client: flows::app_client()?,
                     target,
                     codes: VecDeque::new(),
@@ -87,12 +102,18 @@ impl Connection {
             Workload::Userinfo => Connection::Userinfo {
                 client: flows::app_client()?,
                 url: format!("{}/oauth/userinfo", target.issuer),
-                token: shared.userinfo_token.clone(),
+                token: shared
+                    .userinfo_token
+                    .clone()
+                    .ok_or_else(|| anyhow!("userinfo: no access token for this server"))?,
             },
             Workload::Api | Workload::ApiUncached => Connection::Api {
                 client: flows::app_client()?,
                 url: format!("{}/api", target.api_url),
-                token: shared.api_token.clone(),
+                token: shared
+                    .api_token
+                    .clone()
+                    .ok_or_else(|| anyhow!("api: no access token for this server"))?,
                 body: Arc::new(serde_json::to_vec(
                     &serde_json::json!({ "query": JOBS_QUERY }),
                 )?),
@@ -117,9 +138,7 @@ impl Connection {
                 ..
             } => {
                 let tokens = flows::refresh(client, target, refresh_token).await?;
-                *refresh_token = tokens
-                    .refresh_token
-                    .ok_or_else(|| anyhow!("refresh: no new refresh token"))?;
+                *refresh_token = flows::signed_with_successor(tokens, "refresh")?;
             }
             Connection::Exchange {
                 client,
@@ -134,9 +153,7 @@ impl Connection {
                     )
                 })?;
                 let tokens = flows::exchange(client, target, &code).await?;
-                if tokens.id_token.is_none() {
-                    bail!("code exchange: no ID token for a request with scope openid");
-                }
+                flows::signed_with_successor(tokens, "code exchange")?;
             }
             Connection::Userinfo { client, url, token } => {
                 let response = client.get(url.as_str()).bearer_auth(&**token).send().await;
@@ -173,25 +190,24 @@ impl Connection {
         Ok(())
     }
 
-    /// Mints `count` codes into an exchange connection's pool; the others need none.
-    /// Mints up to `count` codes, fewer if `deadline` comes first; returns how many.
+    /// Mints up to `count` codes into an exchange connection's pool, fewer if `deadline`
+    /// comes first; returns how many. The other connections need none.
     pub async fn mint(&mut self, count: usize, deadline: std::time::Instant) -> Result<usize> {
-        let mut made = 0;
-        if let Connection::Exchange {
-            browser,
+        let Connection::Exchange {
+            seeds,
             target,
             codes,
             minted,
             ..
         } = self
-        {
-            while made < count && std::time::Instant::now() < deadline {
-                codes.push_back(flows::mint(browser, target, LOGIN_SCOPE).await?);
-                *minted += 1;
-                made += 1;
-            }
-        }
-        Ok(made)
+        else {
+            return Ok(0);
+        };
+        let made = seeds.codes(target, count, deadline).await?;
+        *minted += made.len();
+        let count = made.len();
+        codes.extend(made);
+        Ok(count)
     }
 
     /// After a failure: a refresh chain is broken (its token may be spent or its grant
@@ -201,11 +217,11 @@ impl Connection {
         match self {
             Connection::Refresh {
                 target,
-                username,
+                seeds,
                 refresh_token,
                 ..
             } => {
-                *refresh_token = first_refresh_token(target, username).await?;
+                *refresh_token = seeds.refresh_token(target).await?;
             }
             Connection::Exchange { codes, .. } if codes.is_empty() => {
                 bail!("no codes left");
@@ -216,12 +232,57 @@ impl Connection {
     }
 }
 
-/// A sign-in of its own, so each connection has its own grant and rotation chain.
-async fn first_refresh_token(target: &Target, username: &str) -> Result<String> {
-    let browser = flows::browser()?;
-    let Tokens { refresh_token, .. } =
-        flows::login(&browser, target, username, LOGIN_SCOPE).await?;
-    refresh_token.ok_or_else(|| anyhow!("login with offline_access gave no refresh token"))
+/// Where a connection gets its refresh tokens and codes, outside the measured requests.
+pub enum Seeds {
+    /// fieldauth: the connection's user signs in through the server's pages, and mints codes
+    /// with the browser's session.
+    SignIn { browser: Client, username: String },
+    /// A compared server that has no such pages for the bench (node-oidc-provider): its
+    /// seeding endpoint makes them with the provider's own models.
+    Endpoint { seeder: Seeder, account: String },
+}
+
+impl Seeds {
+    /// The first refresh token of a new rotation chain, with a grant of its own.
+    async fn refresh_token(&self, target: &Target) -> Result<String> {
+        match self {
+            Seeds::SignIn { browser, username } => {
+                // `prompt=login`: a new sign-in, so a new grant, even with a session.
+                let Tokens { refresh_token, .. } =
+                    flows::login(browser, target, username, LOGIN_SCOPE).await?;
+                refresh_token
+                    .ok_or_else(|| anyhow!("login with offline_access gave no refresh token"))
+            }
+            Seeds::Endpoint { seeder, account } => seeder.refresh_token(account).await,
+        }
+    }
+
+    /// Before minting: the browser's session the codes are minted in.
+    async fn prepare_codes(&self, target: &Target) -> Result<()> {
+        if let Seeds::SignIn { browser, username } = self {
+            flows::login(browser, target, username, LOGIN_SCOPE).await?;
+        }
+        Ok(())
+    }
+
+    /// Up to `count` codes, oldest first, fewer if `deadline` comes first.
+    async fn codes(
+        &self,
+        target: &Target,
+        count: usize,
+        deadline: std::time::Instant,
+    ) -> Result<Vec<Code>> {
+        match self {
+            Seeds::SignIn { browser, .. } => {
+                let mut codes = Vec::new();
+                while codes.len() < count && std::time::Instant::now() < deadline {
+                    codes.push(flows::mint(browser, target, LOGIN_SCOPE).await?);
+                }
+                Ok(codes)
+            }
+            Seeds::Endpoint { seeder, account } => seeder.codes(account, count, deadline).await,
+        }
+    }
 }
 
 /// A GraphQL answer is a success only with no `errors` and the whole page of jobs.

@@ -35,6 +35,27 @@ pub struct Tokens {
     pub id_token: Option<String>,
 }
 
+/// The refresh token of a token response to `scope` [`workloads::LOGIN_SCOPE`], after
+/// checking that it is what both compared servers must answer: a JWT access token and an ID
+/// token (two signatures, `openid`), and a refresh token (`offline_access`).
+///
+/// [`workloads::LOGIN_SCOPE`]: crate::workloads::LOGIN_SCOPE
+pub fn signed_with_successor(tokens: Tokens, step: &str) -> Result<String> {
+    let is_jws = |token: &str| token.split('.').count() == 3 && !token.contains("..");
+    if !is_jws(&tokens.access_token) {
+        bail!("{step}: the access token is not a signed JWT");
+    }
+    match tokens.id_token.as_deref() {
+        Some(id_token) if is_jws(id_token) => {}
+        Some(_) => bail!("{step}: the ID token is not a signed JWT"),
+        None => bail!("{step}: no ID token for a grant with scope openid"),
+    }
+    match tokens.refresh_token {
+        Some(token) if !token.is_empty() => Ok(token),
+        _ => bail!("{step}: no refresh token for a grant with scope offline_access"),
+    }
+}
+
 /// A request that hangs this long is an error, not a latency.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -86,10 +107,17 @@ fn random_bytes() -> Result<[u8; 32]> {
 }
 
 /// An authorization code with the PKCE verifier its request was made with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Code {
     pub code: String,
     verifier: String,
+}
+
+impl Code {
+    /// A code made elsewhere (a compared server's seeding endpoint), with its verifier.
+    pub fn new(code: String, verifier: String) -> Code {
+        Code { code, verifier }
+    }
 }
 
 /// One whole sign-in as a browser and a public client do it: [`sign_in`], then the code
@@ -351,6 +379,40 @@ mod tests {
             "{\"error\":\"invalid_grant\", \"error_description\":\"spent\"}"
         );
         assert_eq!(excerpt(&"x".repeat(500)).len(), 200);
+    }
+
+    #[test]
+    fn a_token_response_needs_two_jwts_and_a_refresh_token() {
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln";
+        let tokens = |access: &str, id: Option<&str>, refresh: Option<&str>| Tokens {
+            access_token: access.to_owned(),
+            id_token: id.map(str::to_owned),
+            refresh_token: refresh.map(str::to_owned),
+        };
+        let next = signed_with_successor(tokens(jwt, Some(jwt), Some("rt-2")), "refresh");
+        assert_eq!(next.unwrap(), "rt-2");
+        let cases = [
+            (
+                tokens("opaque-token", Some(jwt), Some("rt")),
+                "refresh: the access token is not a signed JWT",
+            ),
+            (
+                tokens(jwt, None, Some("rt")),
+                "refresh: no ID token for a grant with scope openid",
+            ),
+            (
+                tokens(jwt, Some("a..c"), Some("rt")),
+                "refresh: the ID token is not a signed JWT",
+            ),
+            (
+                tokens(jwt, Some(jwt), None),
+                "refresh: no refresh token for a grant with scope offline_access",
+            ),
+        ];
+        for (response, expected) in cases {
+            let error = signed_with_successor(response, "refresh").unwrap_err();
+            assert_eq!(error.to_string(), expected);
+        }
     }
 
     #[test]

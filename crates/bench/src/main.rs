@@ -1,12 +1,14 @@
 //! `fieldauth-bench`: a load generator. For each database backend it starts a `fieldauth`
 //! server on a fresh database, provisions a tenant through the CLI, and measures each
-//! workload on its own, then prints a table and optionally writes JSON.
+//! workload on its own, then prints a table and optionally writes JSON. With
+//! `--target node-oidc-provider` it measures that server's token endpoint the same way.
 
 mod ceiling;
 mod codes;
 mod connection;
 mod flows;
 mod html;
+mod node_oidc;
 mod pacing;
 mod provision;
 mod report;
@@ -38,7 +40,16 @@ use crate::workloads::{Shared, Timing, Workload};
              refresh grants, userinfo and API queries per second"
 )]
 struct Cli {
-    /// What to measure, comma-separated; `all` runs each workload in turn.
+    /// The server to measure: fieldauth, or node-oidc-provider (`refresh` and `exchange`
+    /// only) for the comparison in docs/comparison.md.
+    #[arg(long, value_enum, default_value = "fieldauth")]
+    target: ServerTarget,
+    /// The directory of the node-oidc-provider comparison (`server.mjs`, and `node_modules`
+    /// from `npm ci`).
+    #[arg(long, default_value = node_oidc::DEFAULT_DIR)]
+    node_dir: PathBuf,
+    /// What to measure, comma-separated; `all` runs each workload in turn (with
+    /// `--target node-oidc-provider`: `refresh` and `exchange`).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     workload: Vec<WorkloadChoice>,
     /// Concurrent keep-alive connections, each sending its next request when the previous
@@ -120,6 +131,13 @@ impl Workload {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum ServerTarget {
+    Fieldauth,
+    NodeOidcProvider,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 enum Backend {
     Sqlite,
@@ -171,25 +189,22 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
     if cli.database_url.is_some() && cli.database.len() != 1 {
         bail!("--database-url names one database: give exactly one --database");
     }
-    let server_bin = match &cli.server_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .ok_or_else(|| anyhow!("this executable has no directory"))?
-            .join("fieldauth"),
+    let workloads = chosen_workloads(cli)?;
+    // Checked before any key is generated, so a missing `npm ci` fails at once.
+    let node = match cli.target {
+        ServerTarget::NodeOidcProvider => {
+            let installation = node_oidc::locate(&cli.node_dir)?;
+            eprintln!(
+                "{}: oidc-provider {} on Node.js {} ({})",
+                node_oidc::LABEL,
+                installation.library_version,
+                installation.node_version,
+                installation.node.display()
+            );
+            Some(installation)
+        }
+        ServerTarget::Fieldauth => None,
     };
-    if !server_bin.is_file() {
-        bail!(
-            "no server binary at {} (build it with `cargo build --release -p fieldauth`, or give --server-bin)",
-            server_bin.display()
-        );
-    }
-    let workloads: Vec<Workload> = Workload::ALL
-        .into_iter()
-        .filter(|w| {
-            cli.workload.contains(&WorkloadChoice::All) || cli.workload.contains(&w.choice())
-        })
-        .collect();
     let server_cpus = match &cli.server_cpus {
         Some(list) => ceiling::parse_cpu_list(list).context("--server-cpus")?,
         None => Vec::new(),
@@ -229,17 +244,77 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         },
     };
     let mut rows = Vec::new();
-    for backend in &cli.database {
-        let backend_rows = run_backend(cli, *backend, &server_bin, &plan)
-            .await
-            .with_context(|| format!("on {}", backend.name()))?;
-        rows.extend(backend_rows);
+    match &node {
+        Some(installation) => {
+            let settings = node_oidc::RunSettings {
+                installation,
+                cpus: cli.server_cpus.as_deref(),
+            };
+            rows = node_oidc::run(&settings, &plan)
+                .await
+                .with_context(|| format!("on {}", node_oidc::LABEL))?;
+        }
+        None => {
+            let server_bin = server_binary(cli)?;
+            for backend in &cli.database {
+                let backend_rows = run_backend(cli, *backend, &server_bin, &plan)
+                    .await
+                    .with_context(|| format!("on {}", backend.name()))?;
+                rows.extend(backend_rows);
+            }
+        }
     }
     println!("{}", report::table(&rows));
     if let Some(path) = &cli.json {
         report::write_json(path, cli, &report::machine(), &rows)?;
     }
     Ok(rows)
+}
+
+/// The workloads asked for, in the order of [`Workload::ALL`]; node-oidc-provider is
+/// compared on its token endpoint only.
+fn chosen_workloads(cli: &Cli) -> Result<Vec<Workload>> {
+    let all = cli.workload.contains(&WorkloadChoice::All);
+    let chosen = Workload::ALL
+        .into_iter()
+        .filter(|w| all || cli.workload.contains(&w.choice()));
+    match cli.target {
+        ServerTarget::Fieldauth => Ok(chosen.collect()),
+        ServerTarget::NodeOidcProvider => {
+            if cli.database_url.is_some() {
+                bail!(
+                    "--database-url is for fieldauth: node-oidc-provider keeps its state in memory"
+                );
+            }
+            let compared = |w: &Workload| matches!(w, Workload::Refresh | Workload::Exchange);
+            let chosen: Vec<Workload> = chosen.collect();
+            if let Some(other) = chosen.iter().find(|w| !compared(w)).filter(|_| !all) {
+                bail!(
+                    "node-oidc-provider is compared on refresh and exchange only, not {}",
+                    other.name()
+                );
+            }
+            Ok(chosen.into_iter().filter(compared).collect())
+        }
+    }
+}
+
+/// The `fieldauth` binary: `--server-bin`, or the one next to this executable.
+fn server_binary(cli: &Cli) -> Result<PathBuf> {
+    let server_bin = match &cli.server_bin {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .ok_or_else(|| anyhow!("this executable has no directory"))?
+            .join("fieldauth"),
+    };
+    if !server_bin.is_file() {
+        bail!(
+            "no server binary at {} (build it with `cargo build --release -p fieldauth`, or give --server-bin)",
+            server_bin.display()
+        );
+    }
+    Ok(server_bin)
 }
 
 /// What every backend runs.
@@ -260,15 +335,15 @@ struct CeilingSettings {
 }
 
 impl CeilingSettings {
-    async fn measure(&self, backend: Backend) -> Result<Ceiling> {
+    /// `label` names the server's row (its backend) in the progress lines.
+    async fn measure(&self, label: &str) -> Result<Ceiling> {
         let ceiling = self.signer.measure(self.length, self.cpu).await?;
         let place = match ceiling.pinned_cpu {
             Some(cpu) => format!("on CPU {cpu}"),
             None => "unpinned".to_owned(),
         };
         eprintln!(
-            "{}: RSA-2048 ceiling {place}: {:.0} signatures per CPU-second ({:.0} per wall second), {:.0} token responses per core-second",
-            backend.name(),
+            "{label}: RSA-2048 ceiling {place}: {:.0} signatures per CPU-second ({:.0} per wall second), {:.0} token responses per core-second",
             ceiling.per_cpu_second(),
             ceiling.per_wall_second(),
             ceiling.token_responses_per_core()
@@ -384,34 +459,36 @@ async fn measure(
     }
     let shared = Shared {
         target,
-        userinfo_token: userinfo.access_token.into(),
-        api_token: api.access_token.into(),
+        userinfo_token: Some(userinfo.access_token.into()),
+        api_token: Some(api.access_token.into()),
         statistics,
+        seeder: None,
     };
     let mut rows = Vec::new();
     for workload in &plan.workloads {
-        rows.extend(measure_workload(server, &shared, backend, plan, *workload).await?);
+        rows.extend(measure_workload(server, &shared, backend.name(), plan, *workload).await?);
     }
     Ok(rows)
 }
 
-/// One workload's closed-loop row, and its paced row if asked for.
+/// One workload's closed-loop row, and its paced row if asked for; `label` is the row's
+/// `backend`.
 async fn measure_workload(
     server: &Server,
     shared: &Shared,
-    backend: Backend,
+    label: &str,
     plan: &Plan,
     workload: Workload,
 ) -> Result<Vec<Row>> {
     let timing = plan.timing;
     // Before the connections open: the server is idle then.
     let ceiling = match &plan.ceiling {
-        Some(settings) => Some(settings.measure(backend).await?),
+        Some(settings) => Some(settings.measure(label).await?),
         None => None,
     };
     eprintln!(
         "{}: {} with {} connections, {:?} warm-up, {:?} measured",
-        backend.name(),
+        label,
         workload.name(),
         timing.connections,
         timing.warmup,
@@ -429,7 +506,7 @@ async fn measure_workload(
     let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
     let max = Row::new(
         workload,
-        backend.name(),
+        label,
         Mode::Max,
         timing.connections,
         measured,
@@ -451,7 +528,7 @@ async fn measure_workload(
     };
     eprintln!(
         "{}: {} {} of {max_rate:.1} requests/s",
-        backend.name(),
+        label,
         workload.name(),
         mode.label()
     );
@@ -466,11 +543,68 @@ async fn measure_workload(
     // then share a denominator, so a difference between them is the server's.
     let paced = Row::new(
         workload,
-        backend.name(),
+        label,
         mode,
         timing.connections,
         measured,
         ceiling.as_ref(),
     );
     Ok(vec![max, paced])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workloads_of(args: &str) -> Result<Vec<Workload>> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("fieldauth-bench").chain(args.split_whitespace()))?;
+        chosen_workloads(&cli)
+    }
+
+    #[test]
+    fn all_on_fieldauth_is_every_workload() {
+        assert_eq!(workloads_of("").unwrap(), Workload::ALL);
+        assert_eq!(
+            workloads_of("--workload exchange,refresh").unwrap(),
+            [Workload::Refresh, Workload::Exchange]
+        );
+    }
+
+    #[test]
+    fn node_oidc_provider_runs_the_token_endpoint_workloads_only() {
+        let both = [Workload::Refresh, Workload::Exchange];
+        assert_eq!(workloads_of("--target node-oidc-provider").unwrap(), both);
+        assert_eq!(
+            workloads_of("--target node-oidc-provider --workload all").unwrap(),
+            both
+        );
+        assert_eq!(
+            workloads_of("--target node-oidc-provider --workload exchange").unwrap(),
+            [Workload::Exchange]
+        );
+        let error = workloads_of("--target node-oidc-provider --workload refresh,login")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "node-oidc-provider is compared on refresh and exchange only, not login"
+        );
+    }
+
+    #[test]
+    fn node_oidc_provider_takes_no_database() {
+        let error = workloads_of("--target node-oidc-provider --database-url sqlite://x.db")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("--database-url is for fieldauth"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_target_is_refused_by_the_parser() {
+        assert!(workloads_of("--target keycloak").is_err());
+    }
 }

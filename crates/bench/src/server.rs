@@ -1,6 +1,6 @@
-//! The server under test: started from the `fieldauth` binary on free loopback ports
-//! (optionally pinned with `taskset`), awaited on `/readyz`, stopped with SIGTERM, and its
-//! CPU time read from `/proc`.
+//! The server under test: started from the `fieldauth` binary (or, through [`Launch`], a
+//! server it is compared with) on free loopback ports, optionally pinned with `taskset`,
+//! awaited on its readiness URLs, stopped with SIGTERM, and its CPU time read from `/proc`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,6 +22,32 @@ pub struct ServerSettings {
     pub log_path: PathBuf,
 }
 
+/// What [`Server::launch`] starts: fieldauth, or another server compared with it.
+pub struct Launch {
+    /// The command, arguments included; its output goes to `log_path`.
+    pub command: Command,
+    /// The executable the process must turn out to be, `taskset` having exec'd into it.
+    pub bin: PathBuf,
+    /// URLs that all answer 200 once the server is ready.
+    pub ready: Vec<String>,
+    pub issuer: String,
+    /// The API the access tokens are for (fieldauth's API listener).
+    pub api_url: String,
+    pub log_path: PathBuf,
+}
+
+/// `bin` under `taskset -c CPUS` when given, else `bin` itself.
+pub fn pinned(cpus: Option<&str>, bin: &Path) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut command = Command::new("taskset");
+            command.arg("-c").arg(cpus).arg(bin);
+            command
+        }
+        None => Command::new(bin),
+    }
+}
+
 /// A running server. Dropping it without [`Server::stop`] still sends SIGTERM and waits a
 /// little, then SIGKILL, so no server outlives the bench.
 pub struct Server {
@@ -40,16 +66,7 @@ impl Server {
         let (auth_port, api_port) = free_ports()?;
         let issuer = format!("http://127.0.0.1:{auth_port}");
         let api_url = format!("http://127.0.0.1:{api_port}");
-        let mut command = match &settings.cpus {
-            Some(cpus) => {
-                let mut command = Command::new("taskset");
-                command.arg("-c").arg(cpus).arg(&settings.bin);
-                command
-            }
-            None => Command::new(&settings.bin),
-        };
-        let log = std::fs::File::create(&settings.log_path)
-            .with_context(|| format!("cannot create {}", settings.log_path.display()))?;
+        let mut command = pinned(settings.cpus.as_deref(), &settings.bin);
         command
             .arg("--database-url")
             .arg(&settings.database_url)
@@ -58,14 +75,40 @@ impl Server {
             .arg("serve")
             .args(["--auth-listen", &format!("127.0.0.1:{auth_port}")])
             .args(["--api-listen", &format!("127.0.0.1:{api_port}")])
-            .args(["--auth-url", &issuer, "--api-url", &api_url])
+            .args(["--auth-url", &issuer, "--api-url", &api_url]);
+        let ready = vec![format!("{issuer}/readyz"), format!("{api_url}/readyz")];
+        let launch = Launch {
+            command,
+            bin: settings.bin.clone(),
+            ready,
+            issuer,
+            api_url,
+            log_path: settings.log_path.clone(),
+        };
+        Server::launch(launch).await
+    }
+
+    /// Starts any server under test: runs the command with its output to the log, waits
+    /// until every readiness URL answers 200, and checks that the process is `bin` itself.
+    pub async fn launch(launch: Launch) -> Result<Server> {
+        let Launch {
+            mut command,
+            bin,
+            ready,
+            issuer,
+            api_url,
+            log_path,
+        } = launch;
+        let log = std::fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
+        command
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .kill_on_drop(true);
         let child = command
             .spawn()
-            .with_context(|| format!("cannot start {}", settings.bin.display()))?;
+            .with_context(|| format!("cannot start {}", bin.display()))?;
         let pid = child
             .id()
             .ok_or_else(|| anyhow!("the server exited at once"))?;
@@ -74,23 +117,19 @@ impl Server {
             pid,
             issuer,
             api_url,
-            log_path: settings.log_path.clone(),
+            log_path,
         };
-        server.wait_ready().await?;
-        server.check_is(&settings.bin)?;
+        server.wait_ready(&ready).await?;
+        server.check_is(&bin)?;
         Ok(server)
     }
 
-    /// Polls `/readyz` on both listeners until they answer 200.
-    async fn wait_ready(&mut self) -> Result<()> {
+    /// Polls each of `urls` until they all answer 200.
+    async fn wait_ready(&mut self, urls: &[String]) -> Result<()> {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(2))
             .build()?;
         let deadline = Instant::now() + READY_TIMEOUT;
-        let urls = [
-            format!("{}/readyz", self.issuer),
-            format!("{}/readyz", self.api_url),
-        ];
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {
@@ -101,7 +140,7 @@ impl Server {
                 }
             }
             let mut ready = true;
-            for url in &urls {
+            for url in urls {
                 let ok = client
                     .get(url)
                     .send()
@@ -215,7 +254,7 @@ fn terminate(pid: u32) -> Result<()> {
 
 /// Two distinct free loopback ports: bound together, so they differ, then released for the
 /// server to bind.
-fn free_ports() -> Result<(u16, u16)> {
+pub fn free_ports() -> Result<(u16, u16)> {
     let auth = std::net::TcpListener::bind("127.0.0.1:0")?;
     let api = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok((auth.local_addr()?.port(), api.local_addr()?.port()))

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::codes;
 use crate::connection::Connection;
 use crate::flows::Target;
+use crate::node_oidc::Seeder;
 use crate::pacing::{Mode, Schedule};
 use crate::server::{own_cpu_time, Server};
 
@@ -63,13 +64,18 @@ impl Workload {
 /// Scopes of the login and refresh flows: what a single-page app signing a user in asks for.
 pub const LOGIN_SCOPE: &str = "openid profile email offline_access";
 
-/// What the shared-token workloads use, made once before any workload runs.
+/// What the connections share, made once before any workload runs.
 pub struct Shared {
     pub target: Arc<Target>,
-    pub userinfo_token: Arc<str>,
-    pub api_token: Arc<str>,
+    /// The shared-token workloads' tokens; `None` for a server compared only on its token
+    /// endpoint.
+    pub userinfo_token: Option<Arc<str>>,
+    pub api_token: Option<Arc<str>>,
     /// PostgreSQL's URL, to refresh the planner's statistics before each measured window.
     pub statistics: Option<String>,
+    /// The seeding endpoint of a server whose refresh tokens and codes do not come from
+    /// signing in through its pages (node-oidc-provider).
+    pub seeder: Option<Seeder>,
 }
 
 /// How long to run.
