@@ -15,9 +15,11 @@
 use crate::codes::AuthorizationCode;
 use crate::db::Backend;
 use crate::error::StoreError;
-use crate::grants::{insert_grant, NewGrant, NewRefreshToken, INSERT_GRANT, INSERT_REFRESH_TOKEN};
+use crate::grants::{
+    insert_refresh_token, NewGrant, NewRefreshToken, INSERT_GRANT, INSERT_REFRESH_TOKEN,
+};
 use crate::tenant::{TenantStore, Transaction};
-use crate::users::User;
+use crate::users::{user_from_row, User, UserRow};
 use crate::UnixTime;
 
 /// What presenting a code found.
@@ -197,12 +199,20 @@ impl RedeemedCode<'_> {
             )
             .await;
         };
-        let user = tenant
-            .find_user_in(tenant.in_tx(&mut tx), grant.user_id)
-            .await?;
-        match user {
-            Some(_) => insert_grant(tenant, &mut tx, grant, refresh_token, now).await?,
-            None => unlink(tenant, &mut tx, &code_hash).await?,
+        let user = insert_grant_of_user(tenant, &mut tx, grant, now).await?;
+        match (&user, refresh_token) {
+            (Some(_), Some(token)) => {
+                insert_refresh_token(
+                    tenant.in_tx(&mut tx),
+                    tenant.id_str(),
+                    grant.grant_id,
+                    token,
+                    now,
+                )
+                .await?
+            }
+            (Some(_), None) => {}
+            (None, _) => unlink(tenant, &mut tx, &code_hash).await?,
         }
         tenant.commit(tx).await?;
         Ok(match user {
@@ -210,6 +220,43 @@ impl RedeemedCode<'_> {
             None => Issuance::UserGone,
         })
     }
+}
+
+/// SQLite's grant, inserted only if its user exists, which it returns (in the statement
+/// that inserts, not one of its own: each statement is a trip to SQLite's thread).
+async fn insert_grant_of_user(
+    tenant: TenantStore<'_>,
+    tx: &mut Transaction,
+    grant: &NewGrant<'_>,
+    now: UnixTime,
+) -> Result<Option<User>, StoreError> {
+    let user = |column: &str| {
+        format!(
+            "(SELECT u.{column} FROM users u \
+              WHERE u.tenant_id = grants.tenant_id AND u.user_id = grants.user_id)"
+        )
+    };
+    let row: Option<UserRow> = sqlx::query_as(&format!(
+        "{INSERT_GRANT} SELECT $1, $2, $3, user_id, $5, $6, $7, $8 FROM users \
+         WHERE tenant_id = $1 AND user_id = $4 \
+         RETURNING user_id, {}, {}, {}, {}, {}",
+        user("username"),
+        user("password_hash"),
+        user("name"),
+        user("email"),
+        user("created_at"),
+    ))
+    .bind(tenant.id_str())
+    .bind(grant.grant_id)
+    .bind(grant.client_id)
+    .bind(grant.user_id)
+    .bind(grant.organization_guid)
+    .bind(grant.scope)
+    .bind(grant.auth_time)
+    .bind(now)
+    .fetch_optional(tenant.in_tx(tx))
+    .await?;
+    Ok(row.map(user_from_row))
 }
 
 /// Clears the grant the redemption named, for a redemption that issues none.

@@ -429,7 +429,7 @@ pub(crate) async fn insert_grant(
     Ok(())
 }
 
-async fn insert_refresh_token(
+pub(crate) async fn insert_refresh_token(
     conn: &mut sqlx::AnyConnection,
     tenant_id: &str,
     grant_id: &str,

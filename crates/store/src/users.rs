@@ -25,9 +25,9 @@ pub struct NewUser<'a> {
     pub email: &'a str,
 }
 
-type UserRow = (String, String, String, String, String, i64);
+pub(crate) type UserRow = (String, String, String, String, String, i64);
 
-fn user_from_row(row: UserRow) -> User {
+pub(crate) fn user_from_row(row: UserRow) -> User {
     let (user_id, username, password_hash, name, email, created_at) = row;
     User {
         user_id,
