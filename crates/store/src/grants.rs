@@ -224,15 +224,15 @@ impl TenantStore<'_> {
         next: NewRefreshToken<'_>,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
-        if self.backend() == Backend::Postgres {
-            return self
-                .rotate_in_one_statement(token_hash, client_id, next, now)
-                .await;
-        }
-        // One statement, so no transaction (BEGIN and COMMIT would each be a trip to the
-        // connection's thread): see `SQLITE_ROTATION`.
+        // One statement on either backend, so no transaction (on SQLite BEGIN and COMMIT
+        // would each be a trip to the connection's thread). On SQLite it still takes the
+        // process's turn to write rather than wait in SQLite's busy handler.
+        let (statement, rows_written) = match self.backend() {
+            Backend::Postgres => (&*POSTGRES_ROTATION, 1),
+            Backend::Sqlite => (&*SQLITE_ROTATION, 2),
+        };
         let _turn = self.write_turn().await;
-        let rows: Vec<GrantAndUser> = sqlx::query_as(&SQLITE_ROTATION)
+        let rows: Vec<GrantAndUser> = sqlx::query_as(statement)
             .bind(now)
             .bind(self.id_str())
             .bind(token_hash.to_vec())
@@ -241,59 +241,16 @@ impl TenantStore<'_> {
             .bind(next.expires_at)
             .fetch_all(self.pool())
             .await?;
-        match <[GrantAndUser; 2]>::try_from(rows) {
-            Ok([found, _successor]) => Ok(rotated(found)),
-            Err(rows) if rows.is_empty() => self.diagnose_refusal(token_hash, now).await,
-            // Only a successor whose hash is a stored token's (a 256-bit collision) is
-            // left out, and the presented token is then spent: the client signs in again.
-            Err(_) => Err(StoreError::Corrupt(
+        let complete = rows.len() == rows_written;
+        match rows.into_iter().next() {
+            None => self.diagnose_refusal(token_hash, now).await,
+            Some(found) if complete => Ok(rotated(found)),
+            // Only a successor whose hash is a stored token's (a 256-bit collision) is left
+            // out on SQLite, and the presented token is then spent: the client signs in
+            // again. (PostgreSQL's insert fails on the same collision, and nothing is spent.)
+            Some(_) => Err(StoreError::Corrupt(
                 "a refresh rotation stored no successor",
             )),
-        }
-    }
-
-    /// PostgreSQL's rotation: the consume, the successor and the read in one statement, so
-    /// a refresh costs one round trip (data-modifying CTEs run exactly once and atomically).
-    /// The consume requires the user as well as the live grant, so a token of a deleted user
-    /// stays unspent, as in the transaction of the SQLite path. Concurrent rotations of one
-    /// token serialize on its row: the loser re-checks `consumed_at` and matches nothing.
-    async fn rotate_in_one_statement(
-        &self,
-        token_hash: &[u8],
-        client_id: &str,
-        next: NewRefreshToken<'_>,
-        now: UnixTime,
-    ) -> Result<RefreshRotation, StoreError> {
-        let found: Option<GrantAndUser> = sqlx::query_as(&format!(
-            "WITH consumed AS ( \
-               UPDATE refresh_tokens SET consumed_at = $1 \
-               WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
-                 AND EXISTS (SELECT 1 FROM grants g JOIN users u \
-                               ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-                             WHERE g.tenant_id = refresh_tokens.tenant_id \
-                               AND g.grant_id = refresh_tokens.grant_id \
-                               AND g.client_id = $4 AND g.revoked_at IS NULL) \
-               RETURNING grant_id), \
-             successor AS ( \
-               {INSERT_REFRESH_TOKEN} SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
-             SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
-               g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
-               u.name, u.email, u.created_at AS user_created_at \
-             FROM consumed c \
-             JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
-             JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id"
-        ))
-        .bind(now)
-        .bind(self.id_str())
-        .bind(token_hash.to_vec())
-        .bind(client_id)
-        .bind(next.token_hash.to_vec())
-        .bind(next.expires_at)
-        .fetch_optional(self.pool())
-        .await?;
-        match found {
-            Some(found) => Ok(rotated(found)),
-            None => self.diagnose_refusal(token_hash, now).await,
         }
     }
 
@@ -338,6 +295,32 @@ impl TenantStore<'_> {
         .await?)
     }
 }
+
+/// PostgreSQL's rotation: the consume, the successor and the read in one statement
+/// (data-modifying CTEs run exactly once and atomically). The consume requires the user as
+/// well as the live grant, so a token of a deleted user stays unspent. Concurrent rotations
+/// of one token serialize on its row: the loser re-checks `consumed_at` and matches nothing.
+static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH consumed AS ( \
+           UPDATE refresh_tokens SET consumed_at = $1 \
+           WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
+             AND EXISTS (SELECT 1 FROM grants g JOIN users u \
+                           ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+                         WHERE g.tenant_id = refresh_tokens.tenant_id \
+                           AND g.grant_id = refresh_tokens.grant_id \
+                           AND g.client_id = $4 AND g.revoked_at IS NULL) \
+           RETURNING grant_id), \
+         successor AS ( \
+           {INSERT_REFRESH_TOKEN} SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
+         SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
+           g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
+           u.name, u.email, u.created_at AS user_created_at \
+         FROM consumed c \
+         JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
+         JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id"
+    )
+});
 
 /// SQLite's rotation, one statement (SQLite has no data-modifying CTEs): an insert of two
 /// rows, the presented token's hash and its successor's, from a read of the presented token
