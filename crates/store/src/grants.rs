@@ -5,7 +5,7 @@
 
 use crate::db::Backend;
 use crate::error::StoreError;
-use crate::tenant::{TenantStore, Transaction};
+use crate::tenant::TenantStore;
 use crate::users::User;
 use crate::UnixTime;
 
@@ -122,29 +122,6 @@ pub(crate) const INSERT_REFRESH_TOKEN: &str =
     "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at)";
 
 impl TenantStore<'_> {
-    /// Records the grant a redeemed code issued, its first refresh token if any, and the
-    /// code's link to it, in one transaction.
-    pub async fn create_grant(
-        &self,
-        grant: &NewGrant<'_>,
-        refresh_token: Option<NewRefreshToken<'_>>,
-        code_hash: &[u8],
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin().await?;
-        insert_grant(*self, &mut tx, grant, refresh_token, now).await?;
-        sqlx::query(
-            "UPDATE authorization_codes SET grant_id = $1 WHERE tenant_id = $2 AND code_hash = $3",
-        )
-        .bind(grant.grant_id)
-        .bind(self.id_str())
-        .bind(code_hash.to_vec())
-        .execute(self.in_tx(&mut tx))
-        .await?;
-        self.commit(tx).await?;
-        Ok(())
-    }
-
     pub async fn find_grant(&self, grant_id: &str) -> Result<Option<Grant>, StoreError> {
         Ok(sqlx::query_as(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE tenant_id = $1 AND grant_id = $2"
@@ -377,40 +354,6 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         user_created_at = user("created_at"),
     )
 });
-
-/// A grant's rows: the grant and its first refresh token.
-pub(crate) async fn insert_grant(
-    tenant: TenantStore<'_>,
-    tx: &mut Transaction,
-    grant: &NewGrant<'_>,
-    refresh_token: Option<NewRefreshToken<'_>>,
-    now: UnixTime,
-) -> Result<(), StoreError> {
-    sqlx::query(&format!(
-        "{INSERT_GRANT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-    ))
-    .bind(tenant.id_str())
-    .bind(grant.grant_id)
-    .bind(grant.client_id)
-    .bind(grant.user_id)
-    .bind(grant.organization_guid)
-    .bind(grant.scope)
-    .bind(grant.auth_time)
-    .bind(now)
-    .execute(tenant.in_tx(tx))
-    .await?;
-    if let Some(token) = refresh_token {
-        insert_refresh_token(
-            tenant.in_tx(tx),
-            tenant.id_str(),
-            grant.grant_id,
-            token,
-            now,
-        )
-        .await?;
-    }
-    Ok(())
-}
 
 pub(crate) async fn insert_refresh_token(
     conn: &mut sqlx::AnyConnection,
