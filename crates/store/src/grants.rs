@@ -354,23 +354,3 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         user_created_at = user("created_at"),
     )
 });
-
-pub(crate) async fn insert_refresh_token(
-    conn: &mut sqlx::AnyConnection,
-    tenant_id: &str,
-    grant_id: &str,
-    token: NewRefreshToken<'_>,
-    now: UnixTime,
-) -> Result<(), StoreError> {
-    sqlx::query(&format!(
-        "{INSERT_REFRESH_TOKEN} VALUES ($1, $2, $3, $4, $5)"
-    ))
-    .bind(tenant_id)
-    .bind(token.token_hash.to_vec())
-    .bind(grant_id)
-    .bind(now)
-    .bind(token.expires_at)
-    .execute(conn)
-    .await?;
-    Ok(())
-}

@@ -57,12 +57,6 @@ pub(crate) struct Transaction {
     _writer: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
-impl Transaction {
-    pub(crate) async fn rollback(self) -> Result<(), sqlx::Error> {
-        self.tx.rollback().await
-    }
-}
-
 /// The records of one tenant.
 #[derive(Clone, Copy, Debug)]
 pub struct TenantStore<'a> {
@@ -118,6 +112,40 @@ impl<'a> TenantStore<'a> {
             Some(turn) => Some(turn.lock_owned().await),
             None => None,
         }
+    }
+
+    /// SQLite: runs a batch that opens and commits its own transaction (`BEGIN IMMEDIATE; …;
+    /// COMMIT`) in one trip to the connection's thread, not one per statement, holding the
+    /// process's turn to write. Every row the batch returns is read, which runs it to its end.
+    ///
+    /// It runs on a task of its own: a request dropped mid-way would otherwise stop the batch
+    /// between BEGIN and COMMIT and hand the pool a connection inside a transaction, and
+    /// whatever the next user of that connection wrote would never be committed. A batch
+    /// that fails closes its connection, which rolls back whatever it left open.
+    pub(crate) async fn sqlite_batch<R>(
+        &self,
+        batch: sqlx::query::QueryAs<'static, sqlx::Any, R, sqlx::any::AnyArguments<'static>>,
+    ) -> Result<Vec<R>, StoreError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin + 'static,
+    {
+        let pool = self.pool().clone();
+        let turn = self.write_turn().await;
+        let run = tokio::spawn(async move {
+            let _turn = turn;
+            let mut conn = pool.acquire().await?;
+            match batch.fetch_all(&mut *conn).await {
+                Ok(rows) => Ok(rows),
+                Err(error) => {
+                    // The batch's error is the one to report; closing can only fail the same way.
+                    let _ = conn.close().await;
+                    Err(StoreError::from(error))
+                }
+            }
+        });
+        // The task ends only by finishing, unless the runtime is shutting down.
+        run.await
+            .map_err(|_| StoreError::Unavailable(sqlx::Error::WorkerCrashed))?
     }
 
     pub(crate) fn in_tx<'t>(&self, tx: &'t mut Transaction) -> &'t mut sqlx::AnyConnection {

@@ -224,7 +224,12 @@ async fn hot_paths(url: &str) -> Captured {
     store.close().await;
 
     let mut distinct: Vec<String> = Vec::new();
-    for sql in captured.statements {
+    // A SQLite batch is sent as one string of several statements (no `;` is quoted in them).
+    let sent = captured
+        .statements
+        .iter()
+        .flat_map(|batch| batch.split(';'));
+    for sql in sent {
         let sql = sql.trim().to_owned();
         // Transaction control, and the settings of a connection the pool opened meanwhile.
         let unplanned = [
