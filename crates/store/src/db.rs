@@ -253,8 +253,11 @@ impl Database {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
                         // WAL lets readers run beside the one writer; busy_timeout makes a
-                        // writer wait for the lock instead of failing at once. Memory-mapped
-                        // reads spare a pread per page, several per request. No commit runs a
+                        // writer wait for the lock instead of failing at once. No memory map:
+                        // a connection that finds the database changed by another connection
+                        // (on nearly every request, under load) drops its cache and unmaps the
+                        // whole file, and faulting the pages back in cost more than the preads
+                        // the map spared (docs/decisions.md). No commit runs a
                         // checkpoint (an fsync of the database on a request's path): the
                         // server runs them in the background (`Store::checkpoint`), and the
                         // last connection to close checkpoints what is left, so a CLI command
@@ -262,7 +265,7 @@ impl Database {
                         conn.execute(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
-                             PRAGMA mmap_size = 268435456; PRAGMA wal_autocheckpoint = 0; \
+                             PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0; \
                              PRAGMA journal_size_limit = 67108864;",
                         )
                         .await?;
