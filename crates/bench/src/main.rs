@@ -28,7 +28,7 @@ use store::testing::TestDatabase;
 
 use crate::ceiling::{Ceiling, Signer};
 use crate::flows::Target;
-use crate::pacing::Mode;
+use crate::pacing::{Mode, Pace};
 use crate::report::Row;
 use crate::server::{Server, ServerSettings};
 use crate::workloads::{Shared, Timing, Workload};
@@ -81,8 +81,12 @@ struct Cli {
     ceiling_seconds: f64,
     /// After each workload's closed-loop run, run it again open-loop at this fraction of the
     /// requests per second it reached (e.g. `0.8`), timing each request from when it was due.
-    #[arg(long, value_parser = paced_fraction)]
+    #[arg(long, value_parser = paced_fraction, conflicts_with = "paced_rate")]
     paced: Option<f64>,
+    /// After each workload's closed-loop run, run it again open-loop at this many requests per
+    /// second in all (e.g. `800`, 80% of a 1,000/s target), whatever the closed loop reached.
+    #[arg(long, value_parser = paced_rate)]
+    paced_rate: Option<f64>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -95,6 +99,13 @@ fn ceiling_seconds(value: &str) -> Result<f64, String> {
     match value.parse::<f64>() {
         Ok(seconds) if (0.0..=60.0).contains(&seconds) => Ok(seconds),
         _ => Err("expected seconds from 0 to 60".to_owned()),
+    }
+}
+
+fn paced_rate(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(rate) if rate >= 1.0 && rate.is_finite() => Ok(rate),
+        _ => Err("expected requests per second, at least 1, e.g. 800".to_owned()),
     }
 }
 
@@ -236,7 +247,11 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         workloads,
         timing,
         ceiling,
-        paced: cli.paced,
+        paced: match (cli.paced, cli.paced_rate) {
+            (Some(fraction), _) => Some(Pace::Fraction(fraction)),
+            (None, Some(rate)) => Some(Pace::Rate(rate)),
+            (None, None) => None,
+        },
         // An unpinned server inherits this process's CPUs.
         server_cores: match server_cpus.len() {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -322,7 +337,7 @@ struct Plan {
     workloads: Vec<Workload>,
     timing: Timing,
     ceiling: Option<CeilingSettings>,
-    paced: Option<f64>,
+    paced: Option<Pace>,
     /// The CPUs the server may run on.
     server_cores: usize,
 }
@@ -513,7 +528,7 @@ async fn measure_workload(
         ceiling.as_ref(),
     );
     let max_rate = max.requests_per_s;
-    let Some(fraction) = plan.paced else {
+    let Some(pace) = plan.paced else {
         return Ok(vec![max]);
     };
     if max_rate <= 0.0 {
@@ -522,9 +537,9 @@ async fn measure_workload(
             workload.name()
         );
     }
-    let mode = Mode::Paced {
-        fraction,
-        rate: fraction * max_rate,
+    let mode = pace.mode(max_rate);
+    let Mode::Paced { rate, .. } = mode else {
+        bail!("an open-loop run has a rate");
     };
     eprintln!(
         "{}: {} {} of {max_rate:.1} requests/s",
@@ -533,9 +548,7 @@ async fn measure_workload(
         mode.label()
     );
     let codes = match workload {
-        Workload::Exchange => {
-            codes::per_connection(fraction * max_rate, timing.run_length(), timing.connections)
-        }
+        Workload::Exchange => codes::per_connection(rate, timing.run_length(), timing.connections),
         _ => 0,
     };
     let measured = workloads::run(workload, shared, server, timing, mode, codes).await?;

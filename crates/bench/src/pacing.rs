@@ -1,5 +1,6 @@
 //! The open-loop mode: connections that send on a fixed schedule, at a fraction of the rate
-//! the closed-loop run reached, so that the latency at a given load can be read. A request is
+//! the closed-loop run reached or at a rate given outright, so that the latency at a given
+//! load can be read. A request is
 //! timed from when it was due, not from when it went out: a server that stalls delays every
 //! request queued behind the stall, and those delays count (no coordinated omission).
 
@@ -12,18 +13,54 @@ use anyhow::{bail, Result};
 pub enum Mode {
     /// Closed loop: each connection sends when its previous request is answered.
     Max,
-    /// Open loop at `fraction` of the closed loop's requests per second, `rate` in all.
-    Paced { fraction: f64, rate: f64 },
+    /// Open loop at `rate` requests per second in all, `fraction` of the closed loop's;
+    /// `fixed` when the rate was given outright (`--paced-rate`), not as the fraction.
+    Paced {
+        fraction: f64,
+        rate: f64,
+        fixed: bool,
+    },
+}
+
+/// What the open-loop run is asked to reach: a fraction of the closed loop's rate, or a rate
+/// in requests per second (a target's load, whatever the closed loop reached).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    Fraction(f64),
+    Rate(f64),
+}
+
+impl Pace {
+    /// The open-loop mode after a closed loop that reached `max_rate` requests per second.
+    pub fn mode(self, max_rate: f64) -> Mode {
+        match self {
+            Pace::Fraction(fraction) => Mode::Paced {
+                fraction,
+                rate: fraction * max_rate,
+                fixed: false,
+            },
+            Pace::Rate(rate) => Mode::Paced {
+                fraction: rate / max_rate,
+                rate,
+                fixed: true,
+            },
+        }
+    }
 }
 
 impl Mode {
-    /// `max`, or `paced 80%`.
+    /// `max`, `paced 80%`, or `paced 800/s` for a rate given outright.
     pub fn label(&self) -> String {
         match self {
             Mode::Max => "max".to_owned(),
-            Mode::Paced { fraction, .. } => {
-                format!("paced {}%", (fraction * 1000.0).round() / 10.0)
-            }
+            Mode::Paced {
+                fraction,
+                fixed: false,
+                ..
+            } => format!("paced {}%", (fraction * 1000.0).round() / 10.0),
+            Mode::Paced {
+                rate, fixed: true, ..
+            } => format!("paced {}/s", rate.round()),
         }
     }
 }
@@ -158,12 +195,31 @@ mod tests {
     #[test]
     fn the_mode_is_labelled_with_the_fraction_as_a_percentage() {
         assert_eq!(Mode::Max.label(), "max");
-        let paced = |fraction| Mode::Paced {
-            fraction,
-            rate: 1.0,
-        };
+        let paced = |fraction| Pace::Fraction(fraction).mode(10.0);
         assert_eq!(paced(0.8).label(), "paced 80%");
         assert_eq!(paced(0.125).label(), "paced 12.5%");
         assert_eq!(paced(1.0).label(), "paced 100%");
+    }
+
+    #[test]
+    fn a_rate_given_outright_is_labelled_with_it_and_keeps_its_fraction() {
+        let mode = Pace::Rate(800.0).mode(1_000.0);
+        assert_eq!(mode.label(), "paced 800/s");
+        assert_eq!(
+            mode,
+            Mode::Paced {
+                fraction: 0.8,
+                rate: 800.0,
+                fixed: true
+            }
+        );
+        assert_eq!(
+            Pace::Fraction(0.5).mode(1_000.0),
+            Mode::Paced {
+                fraction: 0.5,
+                rate: 500.0,
+                fixed: false
+            }
+        );
     }
 }

@@ -37,6 +37,9 @@ pub struct Row {
     pub server_cores_busy: f64,
     /// The same for the generator, to tell whether it, not the server, was the limit.
     pub generator_cores_busy: f64,
+    /// CPU time the host gave to other guests, as a percentage of all this machine's CPUs
+    /// over the window: above a few percent the row measured a contended host.
+    pub steal_percent: f64,
     /// The RSA-2048 ceiling measured before the workload: signatures per CPU-second of one
     /// core, and per wall second.
     pub ceiling_signs_per_cpu_s: Option<f64>,
@@ -69,7 +72,7 @@ impl Row {
         let signs_per_cpu_s = ceiling.map(Ceiling::per_cpu_second);
         let (paced_fraction, target_requests_per_s) = match mode {
             Mode::Max => (None, None),
-            Mode::Paced { fraction, rate } => (Some(fraction), Some(rate)),
+            Mode::Paced { fraction, rate, .. } => (Some(fraction), Some(rate)),
         };
         Row {
             workload,
@@ -90,6 +93,8 @@ impl Row {
             server_cpu_ms_per_request,
             server_cores_busy: per_second(measured.server_cpu.as_secs_f64()),
             generator_cores_busy: per_second(measured.generator_cpu.as_secs_f64()),
+            steal_percent: per_second(measured.stolen.as_secs_f64()) * 100.0
+                / machine().nproc.max(1) as f64,
             ceiling_signs_per_cpu_s: signs_per_cpu_s,
             ceiling_signs_per_wall_s: ceiling.map(Ceiling::per_wall_second),
             ceiling_percent: signs_per_cpu_s
@@ -116,6 +121,7 @@ pub fn table(rows: &[Row]) -> String {
         "srv cpu ms/req",
         "srv cores",
         "gen cores",
+        "steal %",
         "ceiling signs/s",
         "ceiling %",
     ];
@@ -138,6 +144,7 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.3}", r.server_cpu_ms_per_request),
                 format!("{:.2}", r.server_cores_busy),
                 format!("{:.2}", r.generator_cores_busy),
+                format!("{:.1}", r.steal_percent),
                 optional(r.ceiling_signs_per_cpu_s, 0),
                 optional(r.ceiling_percent, 1),
             ]
@@ -285,6 +292,7 @@ mod tests {
         let paced = Mode::Paced {
             fraction: 0.8,
             rate: 80.0,
+            fixed: false,
         };
         let paced = Row::new(Workload::Refresh, "sqlite", paced, 2, measured(), None);
         assert_eq!(

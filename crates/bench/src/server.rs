@@ -265,6 +265,24 @@ pub fn own_cpu_time() -> Result<Duration> {
     cpu_time_of("/proc/self/stat")
 }
 
+/// CPU time the hypervisor gave to other guests while this machine's CPUs wanted it (the
+/// `steal` column of `/proc/stat`, all CPUs): a run with steal measured a shared host, not
+/// only the server.
+pub fn stolen_time() -> Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").context("cannot read /proc/stat")?;
+    let ticks = parse_steal_ticks(&stat).ok_or_else(|| anyhow!("cannot parse /proc/stat"))?;
+    let per_second = clock_ticks_per_second()?;
+    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
+/// The 8th value of the `cpu` line of proc(5) `stat` (user nice system idle iowait irq
+/// softirq steal); 0 on kernels that do not count it.
+fn parse_steal_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|line| line.starts_with("cpu "))?;
+    let mut values = line.split_whitespace().skip(1);
+    values.nth(7).map_or(Some(0), |steal| steal.parse().ok())
+}
+
 fn cpu_time_of(stat_path: &str) -> Result<Duration> {
     let stat =
         std::fs::read_to_string(stat_path).with_context(|| format!("cannot read {stat_path}"))?;
@@ -301,6 +319,16 @@ mod tests {
         let stat = "4242 (tokio (rt) 1) S 1 4242 4242 0 -1 4194560 1200 0 0 0 \
                     731 269 0 0 20 0 9 0 123456 1000000 2000 18446744073709551615";
         assert_eq!(parse_cpu_ticks(stat), Some(731 + 269));
+    }
+
+    #[test]
+    fn steal_is_the_eighth_value_of_the_cpu_line() {
+        let stat = "cpu  358789 0 73112 342063 5181 0 7480 2307 0 0\n\
+                    cpu0 202830 0 50378 136177 1436 0 4726 593 0 0\n";
+        assert_eq!(parse_steal_ticks(stat), Some(2307));
+        assert_eq!(parse_steal_ticks("cpu  1 2 3 4 5 6 7\n"), Some(0));
+        assert_eq!(parse_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        stolen_time().unwrap();
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::connection::Connection;
 use crate::flows::Target;
 use crate::node_oidc::Seeder;
 use crate::pacing::{Mode, Schedule};
-use crate::server::{own_cpu_time, Server};
+use crate::server::{own_cpu_time, stolen_time, Server};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -106,6 +106,8 @@ pub struct Measured {
     pub elapsed: Duration,
     pub server_cpu: Duration,
     pub generator_cpu: Duration,
+    /// CPU time of this machine taken by other guests of the host ([`stolen_time`]).
+    pub stolen: Duration,
 }
 
 const ERROR_SAMPLES: usize = 5;
@@ -180,14 +182,25 @@ pub async fn run(
     };
 
     tokio::time::sleep_until(from).await;
-    let (server_from, own_from, at_from) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
+    let (server_from, own_from, stolen_from, at_from) = (
+        server.cpu_time()?,
+        own_cpu_time()?,
+        stolen_time()?,
+        Instant::now(),
+    );
     tokio::time::sleep_until(to).await;
-    let (server_to, own_to, at_to) = (server.cpu_time()?, own_cpu_time()?, Instant::now());
+    let (server_to, own_to, stolen_to, at_to) = (
+        server.cpu_time()?,
+        own_cpu_time()?,
+        stolen_time()?,
+        Instant::now(),
+    );
 
     let mut measured = Measured {
         elapsed: at_to - at_from,
         server_cpu: server_to.saturating_sub(server_from),
         generator_cpu: own_to.saturating_sub(own_from),
+        stolen: stolen_to.saturating_sub(stolen_from),
         ..Measured::default()
     };
     for task in tasks {
