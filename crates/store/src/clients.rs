@@ -51,9 +51,9 @@ pub struct NewClient<'a> {
     pub scopes: &'a [String],
 }
 
-type ClientRow = (String, String, String, Option<Vec<u8>>, String, String, i64);
+pub(crate) type ClientRow = (String, String, String, Option<Vec<u8>>, String, String, i64);
 
-fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
+pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
     let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at) = row;
     let redirect_uris: Vec<String> =
         serde_json::from_str(&redirect_uris).map_err(|_| StoreError::Corrupt("redirect URIs"))?;

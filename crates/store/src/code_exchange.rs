@@ -5,8 +5,8 @@
 //! database lost on the way leaves the code unspent and the client free to retry, never
 //! spent without tokens.
 //!
-//! [`TenantStore::begin_code_exchange`] only reads the code, holding no lock while the caller
-//! checks it, and the redemption happens in the one trip that [`RedeemedCode::spend`] or
+//! [`TenantStore::present_code`] only reads the code (with the client presenting it),
+//! holding no lock while the caller checks it, and the redemption happens in the one trip that [`RedeemedCode::spend`] or
 //! [`RedeemedCode::issue`] makes: on PostgreSQL one statement of data-modifying CTEs (which
 //! run exactly once and commit together), on SQLite one batch that opens and commits its own
 //! transaction. A race between two presentations is therefore decided at that trip, and the
@@ -14,6 +14,7 @@
 
 use std::sync::LazyLock;
 
+use crate::clients::{client_from_row, Client};
 use crate::codes::AuthorizationCode;
 use crate::db::Backend;
 use crate::error::StoreError;
@@ -59,32 +60,115 @@ pub struct RedeemedCode<'a> {
     code: AuthorizationCode,
 }
 
+/// A client with the code presented to it, read together: the client's columns, then the
+/// code's (all `NULL` when no such code exists).
+#[derive(sqlx::FromRow)]
+struct ClientAndCodeRow {
+    client_id: String,
+    name: String,
+    client_type: String,
+    secret_hash: Option<Vec<u8>>,
+    redirect_uris: String,
+    scopes: String,
+    created_at: i64,
+    code_client_id: Option<String>,
+    code_redirect_uri: Option<String>,
+    code_user_id: Option<String>,
+    code_organization_guid: Option<String>,
+    code_scope: Option<String>,
+    code_nonce: Option<String>,
+    code_challenge: Option<String>,
+    code_auth_time: Option<i64>,
+    code_created_at: Option<i64>,
+    code_expires_at: Option<i64>,
+    code_redeemed_at: Option<i64>,
+    code_grant_id: Option<String>,
+}
+
+impl ClientAndCodeRow {
+    fn code(&mut self) -> Option<AuthorizationCode> {
+        Some(AuthorizationCode {
+            client_id: self.code_client_id.take()?,
+            redirect_uri: self.code_redirect_uri.take()?,
+            user_id: self.code_user_id.take()?,
+            organization_guid: self.code_organization_guid.take()?,
+            scope: self.code_scope.take()?,
+            nonce: self.code_nonce.take(),
+            code_challenge: self.code_challenge.take()?,
+            auth_time: self.code_auth_time?,
+            created_at: self.code_created_at?,
+            expires_at: self.code_expires_at?,
+            redeemed_at: self.code_redeemed_at,
+            grant_id: self.code_grant_id.take(),
+        })
+    }
+
+    fn client(self) -> Result<Client, StoreError> {
+        client_from_row((
+            self.client_id,
+            self.name,
+            self.client_type,
+            self.secret_hash,
+            self.redirect_uris,
+            self.scopes,
+            self.created_at,
+        ))
+    }
+}
+
 impl TenantStore<'_> {
-    /// Presents a code for redemption under the grant id it will issue: a plain read, since
-    /// the redemption that follows is conditional and settles any race itself.
-    pub async fn begin_code_exchange(
+    /// Reads the client a code is presented by and the code, in one statement (the token
+    /// endpoint authenticates the client, then checks the code), for redemption under the
+    /// grant id it will issue: `None` when no such client exists. The code is only read,
+    /// since the redemption that follows is conditional and settles any race itself; it is
+    /// found whoever presents it, and the caller refuses a code of another client.
+    pub async fn present_code(
         &self,
+        client_id: &str,
         code_hash: &[u8],
         grant_id: &str,
         now: UnixTime,
-    ) -> Result<CodeExchange<'_>, StoreError> {
-        let Some(mut code) = self.find_authorization_code(code_hash).await? else {
-            return Ok(CodeExchange::Unknown);
+    ) -> Result<Option<(Client, CodeExchange<'_>)>, StoreError> {
+        let row: Option<ClientAndCodeRow> = sqlx::query_as(
+            "SELECT c.client_id, c.name, c.client_type, c.secret_hash, c.redirect_uris, \
+               c.scopes, c.created_at, a.client_id AS code_client_id, \
+               a.redirect_uri AS code_redirect_uri, a.user_id AS code_user_id, \
+               a.organization_guid AS code_organization_guid, a.scope AS code_scope, \
+               a.nonce AS code_nonce, a.code_challenge, a.auth_time AS code_auth_time, \
+               a.created_at AS code_created_at, a.expires_at AS code_expires_at, \
+               a.redeemed_at AS code_redeemed_at, a.grant_id AS code_grant_id \
+             FROM clients c LEFT JOIN authorization_codes a \
+               ON a.tenant_id = c.tenant_id AND a.code_hash = $3 \
+             WHERE c.tenant_id = $1 AND c.client_id = $2",
+        )
+        .bind(self.id_str())
+        .bind(client_id)
+        .bind(code_hash.to_vec())
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(mut row) = row else {
+            return Ok(None);
         };
-        if code.redeemed_at.is_some() {
-            return Ok(CodeExchange::Replayed {
+        let code = row.code();
+        let client = row.client()?;
+        let exchange = match code {
+            None => CodeExchange::Unknown,
+            Some(code) if code.redeemed_at.is_some() => CodeExchange::Replayed {
                 grant_id: code.grant_id,
-            });
-        }
-        // The caller sees the code as its redemption will record it.
-        code.redeemed_at = Some(now);
-        code.grant_id = Some(grant_id.to_owned());
-        Ok(CodeExchange::Redeemed(Box::new(RedeemedCode {
-            tenant: *self,
-            code_hash: code_hash.to_vec(),
-            redeemed_at: now,
-            code,
-        })))
+            },
+            // The caller sees the code as its redemption will record it.
+            Some(mut code) => {
+                code.redeemed_at = Some(now);
+                code.grant_id = Some(grant_id.to_owned());
+                CodeExchange::Redeemed(Box::new(RedeemedCode {
+                    tenant: *self,
+                    code_hash: code_hash.to_vec(),
+                    redeemed_at: now,
+                    code,
+                }))
+            }
+        };
+        Ok(Some((client, exchange)))
     }
 }
 

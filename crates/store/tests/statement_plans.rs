@@ -377,11 +377,12 @@ async fn sign_in(tenant: &TenantStore<'_>) {
 /// The token endpoint (both grants, a replayed code, a reused refresh token), userinfo and
 /// the API's bearer check.
 async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
-    tenant.find_client("web").await.unwrap().unwrap();
     let CodeExchange::Redeemed(redeemed) = tenant
-        .begin_code_exchange(b"c1", "g1", NOW + 1)
+        .present_code("web", b"c1", "g1", NOW + 1)
         .await
         .unwrap()
+        .expect("the client exists")
+        .1
     else {
         panic!("c1 must redeem");
     };
@@ -404,17 +405,21 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
         .await
         .unwrap();
     let CodeExchange::Redeemed(spent) = tenant
-        .begin_code_exchange(b"c2", "g2", NOW + 1)
+        .present_code("web", b"c2", "g2", NOW + 1)
         .await
         .unwrap()
+        .expect("the client exists")
+        .1
     else {
         panic!("c2 must redeem");
     };
     spent.spend().await.unwrap();
     let replay = tenant
-        .begin_code_exchange(b"c2", "g3", NOW + 2)
+        .present_code("web", b"c2", "g3", NOW + 2)
         .await
-        .unwrap();
+        .unwrap()
+        .expect("the client exists")
+        .1;
     assert!(
         matches!(replay, CodeExchange::Replayed { .. }),
         "{replay:?}"

@@ -863,9 +863,11 @@ async fn redeem<'t>(
     now: i64,
 ) -> RedeemedCode<'t> {
     match tenant
-        .begin_code_exchange(hash, grant_id, now)
+        .present_code("web", hash, grant_id, now)
         .await
         .unwrap()
+        .expect("the client exists")
+        .1
     {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         other => panic!("{hash:?} must redeem, got {other:?}"),
@@ -891,7 +893,13 @@ async fn issued(
 
 /// A later presentation, which must be a replay: the grant the code issued, if any.
 async fn replay(tenant: &TenantStore<'_>, hash: &[u8], now: i64) -> Option<String> {
-    match tenant.begin_code_exchange(hash, "gx", now).await.unwrap() {
+    match tenant
+        .present_code("web", hash, "gx", now)
+        .await
+        .unwrap()
+        .expect("the client exists")
+        .1
+    {
         CodeExchange::Replayed { grant_id } => grant_id,
         other => panic!("{hash:?} must be a replay, got {other:?}"),
     }
@@ -937,20 +945,40 @@ async fn a_code_is_redeemed_once_and_a_replay_names_its_grant(store: Store) {
 
     assert!(matches!(
         tenant
-            .begin_code_exchange(b"nope", "gx", NOW)
+            .present_code("web", b"nope", "gx", NOW)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("the client exists")
+            .1,
         CodeExchange::Unknown
     ));
-    let other = seeded(&store, "other").await;
+    // Another tenant's client of the same id finds no code of this tenant's.
+    let other = with_client_and_user(&store, "other").await;
     assert!(matches!(
         store
             .tenant(&other)
-            .begin_code_exchange(b"c2", "gx", NOW)
+            .present_code("web", b"c2", "gx", NOW)
             .await
-            .unwrap(),
+            .unwrap()
+            .expect("the client exists")
+            .1,
         CodeExchange::Unknown
     ));
+    // The client comes with the code; no client of that id, nothing about the code.
+    let (client, _) = tenant
+        .present_code("web", b"c2", "gx", NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (client.client_id.as_str(), client.redirect_uris.len()),
+        ("web", 1)
+    );
+    assert!(tenant
+        .present_code("nobody", b"c2", "gx", NOW)
+        .await
+        .unwrap()
+        .is_none());
 }
 
 /// RFC 6749 §4.1.2 and §10.5: two presentations of one code, both read before either
@@ -1180,8 +1208,8 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
         .await
         .unwrap();
 
-    // Code exchange: read the code, then redeem it, insert the grant and its refresh token
-    // and read the user in one trip.
+    // Code exchange: read the client with the code, then redeem it, insert the grant and its
+    // refresh token and read the user in one trip.
     let before = store.statements_executed();
     let redeemed = redeem(&tenant, b"c1", "g1", NOW + 1).await;
     let user = issued(redeemed, "g1", Some(b"r1"), NOW + 1).await;
@@ -1200,8 +1228,8 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     );
     assert_eq!(replay(&tenant, b"c1", NOW + 1).await, Some("g1".into()));
 
-    // A code that fails the token endpoint's checks: read it, then one conditional
-    // redemption.
+    // A code that fails the token endpoint's checks: read it with the client, then one
+    // conditional redemption.
     tenant
         .create_authorization_code(&code(b"c2"), NOW)
         .await

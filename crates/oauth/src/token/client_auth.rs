@@ -14,8 +14,8 @@ use crate::secret::verify_secret;
 
 /// What the request presented, before it is checked against the client.
 #[derive(Debug)]
-struct Presented {
-    client_id: String,
+pub(super) struct Presented {
+    pub(super) client_id: String,
     secret: Option<SecretString>,
 }
 
@@ -26,10 +26,18 @@ pub async fn authenticate_client(
     params: &Params,
 ) -> Result<Client, OAuthError> {
     let presented = presented(headers, params)?;
-    let client = tenant
-        .find_client(&presented.client_id)
-        .await?
-        .ok_or(OAuthError::InvalidClient("unknown client"))?;
+    let client = tenant.find_client(&presented.client_id).await?;
+    check_client(tenant, &presented, client)
+}
+
+/// Checks what was presented against the client registered under its id (`None`: none is),
+/// for a caller that read the client itself.
+pub(super) fn check_client(
+    tenant: &TenantStore<'_>,
+    presented: &Presented,
+    client: Option<Client>,
+) -> Result<Client, OAuthError> {
+    let client = client.ok_or(OAuthError::InvalidClient("unknown client"))?;
     // Only a registered id reaches the log: a presented one is the client's free text.
     crate::events::log_context(tenant.id(), &client.client_id);
     match (client.client_type, &presented.secret, &client.secret_hash) {
@@ -49,7 +57,7 @@ pub async fn authenticate_client(
     }
 }
 
-fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
+pub(super) fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
     let repeated = |_| OAuthError::InvalidClient("a client credential is repeated");
     let body_id = params.single("client_id").map_err(repeated)?;
     let body_secret = params.single("client_secret").map_err(repeated)?;

@@ -8,7 +8,7 @@ use store::{
 };
 use subtle::ConstantTimeEq;
 
-use super::client_auth::authenticate_client;
+use super::client_auth::{check_client, presented};
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
 use crate::error::OAuthError;
@@ -31,14 +31,20 @@ pub async fn exchange_code(
     let (tenant_id, secret) =
         tenant_token(code).ok_or(OAuthError::InvalidGrant("the code is not valid"))?;
     let tenant = state.store.tenant(&tenant_id);
-    let client = authenticate_client(&tenant, headers, params).await?;
-
+    let presented = presented(headers, params)?;
     let code_hash = hash_secret(secret);
     let grant_id = state.random.uuid_v4()?;
-    let redeemed = match tenant
-        .begin_code_exchange(&code_hash, &grant_id, now)
+    // The client and the code in one read; nothing about the code counts before the client
+    // is authenticated.
+    let (client, exchange) = match tenant
+        .present_code(&presented.client_id, &code_hash, &grant_id, now)
         .await?
     {
+        Some((client, exchange)) => (Some(client), exchange),
+        None => (None, CodeExchange::Unknown),
+    };
+    let client = check_client(&tenant, &presented, client)?;
+    let redeemed = match exchange {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed { grant_id } => {
             revoke_for_replay(state, &tenant_id, &client.client_id, grant_id, now).await?;
