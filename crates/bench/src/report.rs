@@ -246,6 +246,7 @@ mod tests {
             elapsed: Duration::from_secs(2),
             server_cpu: Duration::from_millis(1000),
             generator_cpu: Duration::from_millis(500),
+            stolen: Duration::from_millis(100),
         };
         let ceiling = Ceiling {
             signatures: 1000,
@@ -266,6 +267,13 @@ mod tests {
         assert_eq!(row.server_cpu_ms_per_request, 2.5);
         assert_eq!(row.server_cores_busy, 0.5);
         assert_eq!(row.generator_cores_busy, 0.25);
+        // 0.1 s of 2 s on each of the machine's CPUs.
+        let steal_of_one_cpu = row.steal_percent * machine().nproc as f64;
+        assert!(
+            (steal_of_one_cpu - 5.0).abs() < 1e-9,
+            "{}",
+            row.steal_percent
+        );
         assert_eq!(row.p99_ms, 2.0);
         assert_eq!(row.ceiling_signs_per_cpu_s, Some(2000.0));
         assert_eq!(row.ceiling_signs_per_wall_s, Some(1000.0));
