@@ -6,8 +6,8 @@
 //! spent without tokens.
 //!
 //! [`TenantStore::present_code`] only reads the code (with the client presenting it),
-//! holding no lock while the caller checks it, and the redemption happens in the one trip that [`RedeemedCode::spend`] or
-//! [`RedeemedCode::issue`] makes: on PostgreSQL one statement of data-modifying CTEs (which
+//! holding no lock while the caller checks it, and the redemption happens in the one trip
+//! that [`RedeemedCode::spend`] or [`RedeemedCode::issue`] makes: on PostgreSQL one statement of data-modifying CTEs (which
 //! run exactly once and commit together), on SQLite one batch that opens and commits its own
 //! transaction. A race between two presentations is therefore decided at that trip, and the
 //! loser learns it there ([`Issuance::Replayed`]) rather than at the read.

@@ -314,7 +314,16 @@ async fn confidential_clients_authenticate_with_basic_or_body_and_every_misuse_i
     ];
     for (extra, basic) in refusals {
         let code = code_for(&app, &browser, &web).await;
-        assert_oauth_error(send(extra, basic, code).await, 401, "invalid_client").await;
+        assert_oauth_error(
+            send(extra, basic, code.clone()).await,
+            401,
+            "invalid_client",
+        )
+        .await;
+        // Nothing about the code counts before the client is authenticated: a presenter
+        // without the client's credentials cannot use the code up.
+        let ok = send(vec![], Some((WEB_CLIENT, WEB_SECRET)), code).await;
+        assert_eq!(ok.status(), 200, "the code survived a refused client");
     }
     // A public client that sends a secret, either way.
     for (extra, basic) in [
