@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor, Row};
 
 use crate::error::StoreError;
 use crate::tenant::{TenantId, TenantStore};
@@ -17,6 +17,12 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const SLOW_STATEMENT: Duration = Duration::from_secs(5);
+/// 64 MiB of 4 KiB pages, the size `journal_size_limit` trims a restarted log to: a log this
+/// long is restarted by the next checkpoint (at the server's load, every few seconds).
+const RESTART_LOG_PAGES: u64 = 16_384;
+/// A restart waits at most 100 ms for the log's last readers (its own busy timeout), then
+/// checkpoints; one trip to the connection's thread.
+const RESTART_LOG: &str = "PRAGMA busy_timeout = 100; PRAGMA wal_checkpoint(RESTART);";
 /// A pooled connection idle this long is pinged before it is handed out; one used moments
 /// ago is not (as HikariCP's alive-bypass window). sqlx's default pings on every acquire:
 /// a round trip to PostgreSQL, or a hop to SQLite's thread, before each statement of a
@@ -87,6 +93,8 @@ pub struct Store {
     shards: Arc<Vec<Database>>,
     /// Statements sent to the databases, for metrics and for the tests that bound them.
     statements: Arc<AtomicU64>,
+    /// From how many pages on [`Store::checkpoint`] restarts an SQLite log.
+    restart_log_pages: u64,
 }
 
 impl Store {
@@ -120,6 +128,7 @@ impl Store {
             routes: Arc::new(routes),
             shards: Arc::new(by_name.into_values().collect()),
             statements: Arc::new(AtomicU64::new(0)),
+            restart_log_pages: RESTART_LOG_PAGES,
         })
     }
 
@@ -184,6 +193,11 @@ impl Store {
     /// Copies what the SQLite write-ahead logs hold into their database files. PASSIVE: it
     /// neither waits for nor blocks readers and writers, so it copies what no reader still
     /// needs and the rest next time. Nothing to do on PostgreSQL.
+    ///
+    /// A log is reused from its start only by a writer that begins after a checkpoint copied
+    /// all of it, which writes without a pause never allow: the log would grow for as long as
+    /// the load lasts. So a log past [`RESTART_LOG_PAGES`] is restarted (see
+    /// [`Store::restart_log`]).
     pub async fn checkpoint(&self) -> Result<Checkpoint, StoreError> {
         let mut total = Checkpoint::default();
         for database in self.databases() {
@@ -196,10 +210,50 @@ impl Store {
                     .fetch_one(&database.pool)
                     .await?;
             // -1 when the database is not in WAL mode (it always is here).
-            total.wal_pages += wal_pages.max(0) as u64;
-            total.copied_pages += copied_pages.max(0) as u64;
+            let (mut wal_pages, mut copied_pages) =
+                (wal_pages.max(0) as u64, copied_pages.max(0) as u64);
+            if wal_pages >= self.restart_log_pages {
+                if let Some((wal, copied)) = self.restart_log(database).await? {
+                    (wal_pages, copied_pages) = (wal, copied);
+                    total.restarts += 1;
+                }
+            }
+            total.wal_pages += wal_pages;
+            total.copied_pages += copied_pages;
         }
         Ok(total)
+    }
+
+    /// `wal_checkpoint(RESTART)`: it copies what is left of the log and waits until no reader
+    /// still reads from it, so that the next writer starts the log over (and
+    /// `journal_size_limit` trims the file). It holds the process's turn to write, so the
+    /// store's transactions wait in line instead of in SQLite's busy handler; other writers wait
+    /// in that handler for as long as it runs. It waits at most 100 ms for a reader
+    /// ([`RESTART_LOG`]): a busy log is tried again at the next checkpoint, and `None` says so.
+    ///
+    /// The connection is closed afterwards, never returned to the pool with the short busy
+    /// timeout, even when the call is dropped mid-way (as at shutdown).
+    async fn restart_log(&self, database: &Database) -> Result<Option<(u64, u64)>, StoreError> {
+        let _turn = database.writer.lock().await;
+        let mut conn = database.pool.acquire().await?;
+        conn.close_on_drop();
+        self.count_statement();
+        let rows = sqlx::query(RESTART_LOG).fetch_all(&mut *conn).await?;
+        // The pragma that sets the busy timeout may answer with a row of its own.
+        let Some(row) = rows.iter().find(|row| row.len() == 3) else {
+            return Ok(None);
+        };
+        let busy: i64 = row.try_get(0)?;
+        let wal_pages: i64 = row.try_get(1)?;
+        let copied_pages: i64 = row.try_get(2)?;
+        Ok((busy == 0).then_some((wal_pages.max(0) as u64, copied_pages.max(0) as u64)))
+    }
+
+    /// Restarts a write-ahead log from this many pages on, not at the first chance: a restart
+    /// holds every writer back while it runs.
+    #[cfg(feature = "testing")]
+    pub fn restart_log_after(&mut self, pages: u64) {
+        self.restart_log_pages = pages;
     }
 
     /// How full each pool is.
@@ -229,6 +283,8 @@ pub struct Checkpoint {
     pub wal_pages: u64,
     /// Of those, the pages now in the database files.
     pub copied_pages: u64,
+    /// Logs that were restarted: the next writer reuses them from their start.
+    pub restarts: u64,
 }
 
 impl Database {

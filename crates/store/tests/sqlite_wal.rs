@@ -2,6 +2,10 @@
 //! path); `Store::checkpoint`, which the server runs in the background, does.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use store::testing::TestDatabase;
 use store::{Checkpoint, NewUser, Store, TenantId};
 
@@ -70,6 +74,81 @@ async fn commits_leave_the_log_to_the_background_checkpoint() {
         "the log started over after the checkpoint: {restarted:?}"
     );
     assert_eq!(restarted.copied_pages, restarted.wal_pages);
+}
+
+fn user(id: &str) -> NewUser<'_> {
+    NewUser {
+        user_id: id,
+        username: id,
+        password_hash: "$argon2id$x",
+        name: "N",
+        email: "n@example.com",
+    }
+}
+
+/// A writer reuses the log from its start only after a checkpoint copied all of it, so under
+/// writes without a pause the log grows for as long as they last, unless the checkpoint
+/// restarts it. The writer here never waits for the checkpoints; it takes no turn to write, so
+/// during a restart it waits in SQLite's busy handler and must not fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_written_without_a_pause_is_restarted() {
+    const RESTART_AFTER: u64 = 200;
+    let db = TestDatabase::sqlite();
+    let mut store = Store::connect(&db.url).await.unwrap();
+    store.restart_log_after(RESTART_AFTER);
+    let tenant = TenantId::parse("busy").unwrap();
+    store.create_tenant(&tenant, "busy", NOW).await.unwrap();
+    store.checkpoint().await.unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let (store, tenant, stop) = (store.clone(), tenant.clone(), Arc::clone(&stop));
+        async move {
+            let mut written = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let id = format!("u{written}");
+                store
+                    .tenant(&tenant)
+                    .create_user(&user(&id), NOW)
+                    .await
+                    .unwrap();
+                written += 1;
+            }
+            written
+        }
+    });
+    // Let the log grow past the threshold before the first checkpoint.
+    while store.checkpoint().await.unwrap().wal_pages < RESTART_AFTER {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut seen = Vec::new();
+    let mut restarts = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let checkpoint = store.checkpoint().await.unwrap();
+        restarts += checkpoint.restarts;
+        seen.push(checkpoint.wal_pages);
+    }
+    let writing = !writer.is_finished();
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.await.unwrap();
+
+    assert!(writing, "the writer stopped before the checkpoints did");
+    assert!(restarts > 0, "no checkpoint restarted the log: {seen:?}");
+    assert!(
+        seen.windows(2).any(|pair| pair[1] < pair[0]),
+        "the log never started over while it was written: {seen:?}"
+    );
+    // Nothing written during the restarts was lost.
+    for i in [0, written / 2, written - 1] {
+        let name = format!("u{i}");
+        let found = store
+            .tenant(&tenant)
+            .find_user_by_username(&name)
+            .await
+            .unwrap();
+        assert!(found.is_some(), "{name} of {written} is missing");
+    }
 }
 
 #[tokio::test]
