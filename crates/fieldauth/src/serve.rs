@@ -263,7 +263,11 @@ async fn checkpoint_wal(store: Store, mut stopped: watch::Receiver<bool>) {
         tokio::select! {
             _ = ticks.tick() => match store.checkpoint().await {
                 Ok(checkpoint) if checkpoint.restarts > 0 => {
-                    tracing::debug!(pages = checkpoint.wal_pages, "write-ahead log restarted");
+                    tracing::debug!(
+                        pages = checkpoint.wal_pages,
+                        held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
+                        "write-ahead log restarted"
+                    );
                 }
                 Ok(_) => {}
                 Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),

@@ -213,7 +213,9 @@ impl Store {
             let (mut wal_pages, mut copied_pages) =
                 (wal_pages.max(0) as u64, copied_pages.max(0) as u64);
             if wal_pages >= self.restart_log_pages {
-                if let Some((wal, copied)) = self.restart_log(database).await? {
+                let (restarted, held) = self.restart_log(database).await?;
+                total.writers_held += held;
+                if let Some((wal, copied)) = restarted {
                     (wal_pages, copied_pages) = (wal, copied);
                     total.restarts += 1;
                 }
@@ -230,23 +232,38 @@ impl Store {
     /// store's transactions wait in line instead of in SQLite's busy handler; other writers wait
     /// in that handler for as long as it runs. It waits at most 100 ms for a reader
     /// ([`RESTART_LOG`]): a busy log is tried again at the next checkpoint, and `None` says so.
+    /// Also returns how long it held the turn.
     ///
-    /// The connection is closed afterwards, never returned to the pool with the short busy
-    /// timeout, even when the call is dropped mid-way (as at shutdown).
-    async fn restart_log(&self, database: &Database) -> Result<Option<(u64, u64)>, StoreError> {
-        let _turn = database.writer.lock().await;
+    /// Everything it can do without the turn comes first: the connection, and a PASSIVE
+    /// checkpoint of what was written since the one that found the log long, so that little
+    /// is left to copy while writers wait. The connection is closed afterwards, never returned
+    /// to the pool with the short busy timeout, even when the call is dropped mid-way (as at
+    /// shutdown).
+    async fn restart_log(
+        &self,
+        database: &Database,
+    ) -> Result<(Option<(u64, u64)>, Duration), StoreError> {
         let mut conn = database.pool.acquire().await?;
         conn.close_on_drop();
         self.count_statement();
-        let rows = sqlx::query(RESTART_LOG).fetch_all(&mut *conn).await?;
+        sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut *conn)
+            .await?;
+        let turn = database.writer.lock().await;
+        let held = std::time::Instant::now();
+        self.count_statement();
+        let rows = sqlx::query(RESTART_LOG).fetch_all(&mut *conn).await;
+        let held = held.elapsed();
+        drop(turn);
         // The pragma that sets the busy timeout may answer with a row of its own.
-        let Some(row) = rows.iter().find(|row| row.len() == 3) else {
-            return Ok(None);
+        let Some(row) = rows?.into_iter().find(|row| row.len() == 3) else {
+            return Ok((None, held));
         };
         let busy: i64 = row.try_get(0)?;
         let wal_pages: i64 = row.try_get(1)?;
         let copied_pages: i64 = row.try_get(2)?;
-        Ok((busy == 0).then_some((wal_pages.max(0) as u64, copied_pages.max(0) as u64)))
+        let pages = (wal_pages.max(0) as u64, copied_pages.max(0) as u64);
+        Ok(((busy == 0).then_some(pages), held))
     }
 
     /// Restarts a write-ahead log from this many pages on, not at the first chance: a restart
@@ -285,6 +302,8 @@ pub struct Checkpoint {
     pub copied_pages: u64,
     /// Logs that were restarted: the next writer reuses them from their start.
     pub restarts: u64,
+    /// How long the restarts, tried or done, held the process's writers back.
+    pub writers_held: Duration,
 }
 
 impl Database {
