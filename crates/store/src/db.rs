@@ -18,7 +18,7 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const SLOW_STATEMENT: Duration = Duration::from_secs(5);
 /// 64 MiB of 4 KiB pages, the size `journal_size_limit` trims a restarted log to: a log this
-/// long is restarted by the next checkpoint (at the server's load, every few seconds).
+/// long is restarted by the next checkpoint (under full load, at every checkpoint).
 const RESTART_LOG_PAGES: u64 = 16_384;
 /// A restart waits at most 100 ms for the log's last readers (its own busy timeout), then
 /// checkpoints; one trip to the connection's thread.
