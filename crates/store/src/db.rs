@@ -17,8 +17,8 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const SLOW_STATEMENT: Duration = Duration::from_secs(5);
-/// 64 MiB of 4 KiB pages, the size `journal_size_limit` trims a restarted log to: a log this
-/// long is restarted by the next checkpoint (under full load, at every checkpoint).
+/// 64 MiB of 4 KiB pages: a log this long is restarted by the next checkpoint (under full
+/// load, at every checkpoint).
 const RESTART_LOG_PAGES: u64 = 16_384;
 /// A restart waits at most 100 ms for the log's last readers (its own busy timeout), then
 /// checkpoints; one trip to the connection's thread.
@@ -227,8 +227,7 @@ impl Store {
     }
 
     /// `wal_checkpoint(RESTART)`: it copies what is left of the log and waits until no reader
-    /// still reads from it, so that the next writer starts the log over (and
-    /// `journal_size_limit` trims the file). It holds the process's turn to write, so the
+    /// still reads from it, so that the next writer starts the log over. It holds the process's turn to write, so the
     /// store's transactions wait in line instead of in SQLite's busy handler; other writers wait
     /// in that handler for as long as it runs. It waits at most 100 ms for a reader
     /// ([`RESTART_LOG`]): a busy log is tried again at the next checkpoint, and `None` says so.
@@ -336,12 +335,15 @@ impl Database {
                         // checkpoint (an fsync of the database on a request's path): the
                         // server runs them in the background (`Store::checkpoint`), and the
                         // last connection to close checkpoints what is left, so a CLI command
-                        // leaves nothing behind. The size limit trims a WAL that grew in a burst.
+                        // leaves nothing behind. The size limit (256 MiB) trims a log that grew in a burst;
+                        // it is above what a log reaches between two checkpoints at full load
+                        // (about 80 MB), so a restarted log is written over in place instead of
+                        // being truncated by a request's commit and extended again.
                         conn.execute(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
                              PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0; \
-                             PRAGMA journal_size_limit = 67108864;",
+                             PRAGMA journal_size_limit = 268435456;",
                         )
                         .await?;
                     }
