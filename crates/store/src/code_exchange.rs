@@ -7,10 +7,11 @@
 //!
 //! [`TenantStore::present_code`] only reads the code (with the client presenting it),
 //! holding no lock while the caller checks it, and the redemption happens in the one trip
-//! that [`RedeemedCode::spend`] or [`RedeemedCode::issue`] makes: on PostgreSQL one statement of data-modifying CTEs (which
-//! run exactly once and commit together), on SQLite one batch that opens and commits its own
-//! transaction. A race between two presentations is therefore decided at that trip, and the
-//! loser learns it there ([`Issuance::Replayed`]) rather than at the read.
+//! that [`RedeemedCode::spend`] or [`RedeemedCode::issue`] makes: on PostgreSQL one
+//! statement of data-modifying CTEs (which run exactly once and commit together), on SQLite
+//! one batch that opens and commits its own transaction. A race between two presentations is
+//! therefore decided at that trip, and the loser learns it there ([`Issuance::Replayed`])
+//! rather than at the read.
 
 use std::sync::LazyLock;
 

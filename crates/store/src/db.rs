@@ -209,9 +209,7 @@ impl Store {
                 sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
                     .fetch_one(&database.pool)
                     .await?;
-            // -1 when the database is not in WAL mode (it always is here).
-            let (mut wal_pages, mut copied_pages) =
-                (wal_pages.max(0) as u64, copied_pages.max(0) as u64);
+            let (mut wal_pages, mut copied_pages) = (pages(wal_pages), pages(copied_pages));
             if wal_pages >= self.restart_log_pages {
                 let (restarted, held) = self.restart_log(database).await?;
                 total.writers_held += held;
@@ -227,11 +225,11 @@ impl Store {
     }
 
     /// `wal_checkpoint(RESTART)`: it copies what is left of the log and waits until no reader
-    /// still reads from it, so that the next writer starts the log over. It holds the process's turn to write, so the
-    /// store's transactions wait in line instead of in SQLite's busy handler; other writers wait
-    /// in that handler for as long as it runs. It waits at most 100 ms for a reader
-    /// ([`RESTART_LOG`]): a busy log is tried again at the next checkpoint, and `None` says so.
-    /// Also returns how long it held the turn.
+    /// still reads from it, so that the next writer starts the log over. It holds the
+    /// process's turn to write, so the store's transactions wait in line instead of in
+    /// SQLite's busy handler; other writers wait in that handler for as long as it runs. It
+    /// waits at most 100 ms for a reader ([`RESTART_LOG`]): a busy log is tried again at the
+    /// next checkpoint, and `None` says so. Also returns how long it held the turn.
     ///
     /// Everything it can do without the turn comes first: the connection, and a PASSIVE
     /// checkpoint of what was written since the one that found the log long, so that little
@@ -261,8 +259,8 @@ impl Store {
         let busy: i64 = row.try_get(0)?;
         let wal_pages: i64 = row.try_get(1)?;
         let copied_pages: i64 = row.try_get(2)?;
-        let pages = (wal_pages.max(0) as u64, copied_pages.max(0) as u64);
-        Ok(((busy == 0).then_some(pages), held))
+        let counted = (pages(wal_pages), pages(copied_pages));
+        Ok(((busy == 0).then_some(counted), held))
     }
 
     /// Restarts a write-ahead log from this many pages on, not at the first chance: a restart
@@ -290,6 +288,12 @@ impl Store {
             database.pool.close().await;
         }
     }
+}
+
+/// A page count from `wal_checkpoint`: -1 when the database is not in WAL mode (it always is
+/// here).
+fn pages(count: i64) -> u64 {
+    u64::try_from(count).unwrap_or(0)
 }
 
 /// What one [`Store::checkpoint`] found, summed over the SQLite databases.
@@ -331,14 +335,14 @@ impl Database {
                         // a connection that finds the database changed by another connection
                         // (on nearly every request, under load) drops its cache and unmaps the
                         // whole file, and faulting the pages back in cost more than the preads
-                        // the map spared (docs/decisions.md). No commit runs a
-                        // checkpoint (an fsync of the database on a request's path): the
-                        // server runs them in the background (`Store::checkpoint`), and the
-                        // last connection to close checkpoints what is left, so a CLI command
-                        // leaves nothing behind. The size limit (256 MiB) trims a log that grew in a burst;
-                        // it is above what a log reaches between two checkpoints at full load
-                        // (about 80 MB), so a restarted log is written over in place instead of
-                        // being truncated by a request's commit and extended again.
+                        // the map spared (docs/decisions.md). No commit runs a checkpoint (an
+                        // fsync of the database on a request's path): the server runs them in
+                        // the background (`Store::checkpoint`), and the last connection to
+                        // close checkpoints what is left, so a CLI command leaves nothing
+                        // behind. The size limit (256 MiB) trims a log that grew in a burst; it
+                        // is above what a log reaches between two checkpoints at full load
+                        // (about 80 MB), so a restarted log is written over in place instead
+                        // of being truncated by a request's commit and extended again.
                         conn.execute(
                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \

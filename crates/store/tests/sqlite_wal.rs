@@ -122,11 +122,12 @@ async fn a_log_written_without_a_pause_is_restarted() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut seen = Vec::new();
-    let mut restarts = 0;
+    let (mut restarts, mut held) = (0, Duration::ZERO);
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let checkpoint = store.checkpoint().await.unwrap();
         restarts += checkpoint.restarts;
+        held += checkpoint.writers_held;
         seen.push(checkpoint.wal_pages);
     }
     let writing = !writer.is_finished();
@@ -135,6 +136,10 @@ async fn a_log_written_without_a_pause_is_restarted() {
 
     assert!(writing, "the writer stopped before the checkpoints did");
     assert!(restarts > 0, "no checkpoint restarted the log: {seen:?}");
+    assert!(
+        held > Duration::ZERO,
+        "the restarts held writers for no time"
+    );
     assert!(
         seen.windows(2).any(|pair| pair[1] < pair[0]),
         "the log never started over while it was written: {seen:?}"
