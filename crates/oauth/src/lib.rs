@@ -29,6 +29,9 @@ pub mod token;
 mod userinfo;
 mod username;
 
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
@@ -47,11 +50,26 @@ pub use username::Username;
 
 /// The answer to a request of the auth listener that ran out of time: the error page on the
 /// pages a person sees, RFC 6749's `temporarily_unavailable` everywhere else.
-pub fn timed_out(path: &str) -> axum::response::Response {
-    use axum::response::IntoResponse;
+pub fn timed_out(path: &str) -> Response {
     match path {
         paths::AUTHORIZE | paths::SIGNIN => pages::PageError(OAuthError::TimedOut).into_response(),
         _ => OAuthError::TimedOut.into_response(),
+    }
+}
+
+/// Refuses a query string over the listener's limits before any handler decodes it. An
+/// authorization request is not trusted yet, so it gets the error page, never a redirect
+/// (RFC 6749 §4.1.2.1); the other endpoints answer `invalid_request`.
+async fn limit_query(request: Request, next: Next) -> Response {
+    const TOO_LONG: &str = "The query string is too long or has too many parameters.";
+    match (request.uri().query(), request.uri().path()) {
+        (Some(query), path) if !params::query_within_limits(query) => match path {
+            paths::AUTHORIZE | paths::SIGNIN => {
+                pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
+            }
+            _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
+        },
+        _ => next.run(request).await,
     }
 }
 
@@ -76,5 +94,8 @@ pub fn router(state: OAuthState) -> Router {
         )
         .route(paths::REVOKE, post(revoke::revoke))
         .route(paths::STYLESHEET, get(pages::serve_stylesheet))
+        // Every parameter arrives before authentication: bound what one request may send.
+        .layer(DefaultBodyLimit::max(params::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(limit_query))
         .with_state(state)
 }

@@ -1,11 +1,27 @@
 //! Request parameters as OAuth reads them: form-urlencoded pairs where a repeated parameter
-//! is an error (RFC 6749 §3.1) and one sent without a value counts as absent.
+//! is an error (RFC 6749 §3.1) and one sent without a value counts as absent. Everything here
+//! runs before any authentication, so its cost is bounded by the limits below and linear in
+//! the input.
+
+use std::collections::HashSet;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 
 use crate::error::OAuthError;
+
+/// The largest form body the auth listener reads (the router sets it as the body limit). A
+/// token request is a few hundred bytes; a consent form with every scope about one KiB.
+pub const MAX_BODY_BYTES: usize = 8 * 1024;
+
+/// The longest query string the auth listener accepts: an authorization request with a
+/// long `redirect_uri`, `state`, `nonce` and every scope stays well under it.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+
+/// The most parameters one request may carry, in its query or its body. Every endpoint reads
+/// fewer than twenty; the consent form repeats `scope` once per scope.
+pub const MAX_PARAMS: usize = 64;
 
 #[derive(Debug, Default)]
 pub struct Params {
@@ -46,14 +62,29 @@ impl Params {
             .collect()
     }
 
-    /// The first parameter name that appears more than once, if any.
+    /// The first parameter name that appears more than once, if any: one pass over the
+    /// names, so a request with many distinct names costs linear time.
     pub fn first_repeated(&self) -> Option<&str> {
+        let mut seen = HashSet::with_capacity(self.pairs.len());
         self.pairs
             .iter()
-            .enumerate()
-            .find(|(i, (k, _))| self.pairs[..*i].iter().any(|(seen, _)| seen == k))
-            .map(|(_, (k, _))| k.as_str())
+            .map(|(k, _)| k.as_str())
+            .find(|k| !seen.insert(*k))
     }
+}
+
+/// Whether a raw query string is within the listener's limits of length and count, checked
+/// before it is decoded.
+pub fn query_within_limits(query: &str) -> bool {
+    query.len() <= MAX_QUERY_BYTES && count_params(query.as_bytes()) <= MAX_PARAMS
+}
+
+/// The pairs a form parser would find: empty segments (`a=1&&b=2`) are none.
+fn count_params(encoded: &[u8]) -> usize {
+    encoded
+        .split(|b| *b == b'&')
+        .filter(|pair| !pair.is_empty())
+        .count()
 }
 
 /// A form-urlencoded POST body. Anything else is refused as `invalid_request`.
@@ -78,9 +109,19 @@ impl<S: Send + Sync> FromRequest<S> for FormParams {
                 "the body must be application/x-www-form-urlencoded",
             ));
         }
-        let body = Bytes::from_request(request, state)
-            .await
-            .map_err(|_| OAuthError::InvalidForm("the body could not be read"))?;
+        // The router's `DefaultBodyLimit` makes this refuse anything over `MAX_BODY_BYTES`.
+        let body =
+            Bytes::from_request(request, state)
+                .await
+                .map_err(|rejection| match rejection.status() {
+                    axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                        OAuthError::InvalidForm("the body is larger than 8 KiB")
+                    }
+                    _ => OAuthError::InvalidForm("the body could not be read"),
+                })?;
+        if count_params(&body) > MAX_PARAMS {
+            return Err(OAuthError::InvalidForm("too many parameters"));
+        }
         Ok(FormParams(Params::parse(&body)))
     }
 }
@@ -100,5 +141,25 @@ mod tests {
         assert_eq!(params.all("s"), ["jobs", "email"]);
         assert_eq!(params.first_repeated(), Some("d"));
         assert_eq!(Params::parse(b"a=1&b=2").first_repeated(), None);
+        assert_eq!(
+            Params::parse(b"a=1&b=2&c=3&b=4&a=5").first_repeated(),
+            Some("b")
+        );
+    }
+
+    #[test]
+    fn queries_over_the_length_or_count_limit_are_refused() {
+        assert!(query_within_limits("a=1&b=2"));
+        assert!(query_within_limits(&"a".repeat(MAX_QUERY_BYTES)));
+        assert!(!query_within_limits(&"a".repeat(MAX_QUERY_BYTES + 1)));
+        let many = (0..=MAX_PARAMS)
+            .map(|i| format!("k{i}=v"))
+            .collect::<Vec<_>>();
+        assert!(query_within_limits(&format!(
+            "{}&&",
+            many[..MAX_PARAMS].join("&")
+        )));
+        assert!(query_within_limits(&many[..MAX_PARAMS].join("&")));
+        assert!(!query_within_limits(&many.join("&")));
     }
 }

@@ -21,6 +21,7 @@ mod discovery;
 mod faults;
 mod flow;
 mod keys;
+mod limits;
 mod metrics;
 mod node_support;
 mod nodes;
