@@ -1,11 +1,15 @@
 //! `POST /oauth/revoke` (RFC 7009): a client revokes one of its refresh tokens, which ends
-//! the whole grant. Unknown tokens and other clients' tokens answer 200 and change nothing
-//! (§2.2); access tokens are not revocable here (they expire within the hour), which is
+//! the whole grant. The client is authenticated first, whatever the token (§2.1). Then
+//! unknown tokens and other clients' tokens answer 200 and change nothing (§2.2); access
+//! tokens are not revocable here (they expire within the hour), which is
 //! `unsupported_token_type` (§2.2.1).
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use store::TenantId;
 
 use crate::error::OAuthError;
 use crate::events::{Event, RevokeReason};
@@ -28,18 +32,23 @@ pub async fn revoke(
         .ok()
         .flatten()
         .ok_or(OAuthError::InvalidForm("token is missing"))?;
-    // A JWT (three dot-separated parts) is an access token. `token_type_hint` is only a hint
-    // (§2.1): the token's shape decides.
-    if token.split('.').count() == 3 {
-        return Err(OAuthError::UnsupportedTokenType);
-    }
-    // Not shaped like one of our tokens: there is nothing to revoke and no tenant to
-    // authenticate the client in.
-    let Some((tenant_id, secret)) = tenant_token(token) else {
-        return Ok(revoked());
-    };
+    // §2.1: the client is authenticated before anything is said about the token. A client
+    // exists only inside its tenant, which the token names; a token that names none leaves
+    // nowhere to authenticate the client, so nothing more is said.
+    let tenant_id = token_tenant(token).ok_or(OAuthError::InvalidClient(
+        "the token names no tenant to authenticate the client in",
+    ))?;
     let tenant = state.store.tenant(&tenant_id);
     let client = authenticate_client(&tenant, &headers, &params).await?;
+    // A JWT (three dot-separated parts) is an access token. `token_type_hint` is only a hint
+    // (§2.1): the token's shape decides.
+    if is_jwt(token) {
+        return Err(OAuthError::UnsupportedTokenType);
+    }
+    // Not shaped like one of our refresh tokens: nothing to revoke (§2.2).
+    let Some((_, secret)) = tenant_token(token) else {
+        return Ok(revoked());
+    };
     if let Some(grant) = tenant
         .find_refresh_token(&hash_secret(secret))
         .await?
@@ -60,6 +69,24 @@ pub async fn revoke(
         }
     }
     Ok(revoked())
+}
+
+fn is_jwt(token: &str) -> bool {
+    token.split('.').count() == 3
+}
+
+/// The tenant a presented token names, read only to know where its client is registered:
+/// the prefix of `<tenant>.<random>` (spec §1), or an access token's `tenant` claim. The
+/// claim is not verified here; the client's own authentication is, and an access token is
+/// refused whoever presents it.
+fn token_tenant(token: &str) -> Option<TenantId> {
+    if !is_jwt(token) {
+        return TenantId::parse(token.split_once('.')?.0).ok();
+    }
+    let payload = token.split('.').nth(1)?;
+    let json = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    TenantId::parse(claims.get("tenant")?.as_str()?).ok()
 }
 
 fn revoked() -> Response {

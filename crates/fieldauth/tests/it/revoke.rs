@@ -1,5 +1,6 @@
-//! `/oauth/revoke` (RFC 7009): a client's refresh token ends its grant; unknown and other
-//! clients' tokens answer 200 and change nothing; access tokens are unsupported.
+//! `/oauth/revoke` (RFC 7009): the client is authenticated first, whatever the token; then a
+//! client's refresh token ends its grant, unknown and other clients' tokens answer 200 and
+//! change nothing, and access tokens are unsupported.
 
 use store::testing::TestDatabase;
 
@@ -13,6 +14,7 @@ on_both_backends!(
     revoking_a_refresh_token_ends_its_grant,
     unknown_and_foreign_tokens_answer_200_and_change_nothing,
     access_tokens_are_unsupported_and_confidential_clients_must_authenticate,
+    the_client_is_authenticated_before_any_token_is_judged,
 );
 
 async fn tokens(app: &TestApp) -> serde_json::Value {
@@ -82,7 +84,7 @@ async fn unknown_and_foreign_tokens_answer_200_and_change_nothing(db: TestDataba
     seed(&app).await;
     for unknown in [
         "acme.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-        "garbage",
+        "acme.garbage",
     ] {
         assert_eq!(
             revoke(&app, &[("token", unknown), ("client_id", CLIENT_ID)], None)
@@ -181,5 +183,62 @@ async fn access_tokens_are_unsupported_and_confidential_clients_must_authenticat
         "invalid_grant",
     )
     .await;
+    app.stop().await;
+}
+
+/// RFC 7009 §2.1: "The authorization server first validates the client credentials": a token
+/// that is malformed, unknown or an access token says nothing to a caller that cannot
+/// authenticate, and a token that names no tenant leaves no client to authenticate.
+async fn the_client_is_authenticated_before_any_token_is_judged(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let access = tokens(&app).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for token in [
+        "acme.garbage",
+        "acme.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        &access,
+    ] {
+        for basic in [None, Some((WEB_CLIENT, "wrong")), Some(("nobody", "x"))] {
+            assert_oauth_error(
+                revoke(&app, &[("token", token)], basic).await,
+                401,
+                "invalid_client",
+            )
+            .await;
+        }
+        let unknown_client = [("token", token), ("client_id", "nobody")];
+        assert_oauth_error(
+            revoke(&app, &unknown_client, None).await,
+            401,
+            "invalid_client",
+        )
+        .await;
+    }
+    // Authenticated, the same tokens get what §2.2 and §2.2.1 say.
+    let with_web = Some((WEB_CLIENT, WEB_SECRET));
+    assert_eq!(
+        revoke(&app, &[("token", "acme.garbage")], with_web)
+            .await
+            .status(),
+        200
+    );
+    assert_oauth_error(
+        revoke(&app, &[("token", access.as_str())], with_web).await,
+        400,
+        "unsupported_token_type",
+    )
+    .await;
+    // No tenant in the token: the client cannot be authenticated anywhere.
+    for garbage in ["garbage", "Not.A.Tenant"] {
+        assert_oauth_error(
+            revoke(&app, &[("token", garbage), ("client_id", CLIENT_ID)], None).await,
+            401,
+            "invalid_client",
+        )
+        .await;
+    }
     app.stop().await;
 }

@@ -8,6 +8,7 @@ use base64::Engine;
 use secrecy::SecretString;
 use store::{Client, ClientType, TenantStore};
 
+use crate::client_id::ClientId;
 use crate::error::OAuthError;
 use crate::params::Params;
 use crate::secret::verify_secret;
@@ -58,6 +59,15 @@ pub(super) fn check_client(
 }
 
 pub(super) fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
+    let presented = presented_as_sent(headers, params)?;
+    // No id outside the registration rules was ever registered, so such an id is unknown
+    // without a lookup, and text a database cannot store (a NUL) never reaches one.
+    ClientId::parse(&presented.client_id)
+        .map_err(|_| OAuthError::InvalidClient("unknown client"))?;
+    Ok(presented)
+}
+
+fn presented_as_sent(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
     let repeated = |_| OAuthError::InvalidClient("a client credential is repeated");
     let body_id = params.single("client_id").map_err(repeated)?;
     let body_secret = params.single("client_secret").map_err(repeated)?;
@@ -87,38 +97,33 @@ fn basic_credentials(headers: &HeaderMap) -> Result<Option<(String, SecretString
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };
-    let malformed = OAuthError::InvalidClient("malformed Basic credentials");
-    let value = value
-        .to_str()
-        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
-    let Some((scheme, encoded)) = value.split_once(' ') else {
-        return Err(malformed);
-    };
+    let malformed = || OAuthError::InvalidClient("malformed Basic credentials");
+    let value = value.to_str().map_err(|_| malformed())?;
+    let (scheme, encoded) = value.split_once(' ').ok_or_else(malformed)?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return Err(OAuthError::InvalidClient(
             "only HTTP Basic client authentication is accepted",
         ));
     }
-    let decoded = STANDARD
-        .decode(encoded.trim())
-        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
-    let decoded = String::from_utf8(decoded)
-        .map_err(|_| OAuthError::InvalidClient("malformed Basic credentials"))?;
-    let (id, secret) = decoded
-        .split_once(':')
-        .ok_or(OAuthError::InvalidClient("malformed Basic credentials"))?;
-    let id = form_decode(id);
-    if id.is_empty() {
-        return Err(OAuthError::InvalidClient("malformed Basic credentials"));
-    }
-    Ok(Some((id, SecretString::from(form_decode(secret)))))
+    let decoded = STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
+    let (id, secret) = decoded.split_once(':').ok_or_else(malformed)?;
+    let id = form_decode(id)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(malformed)?;
+    let secret = form_decode(secret).ok_or_else(malformed)?;
+    Ok(Some((id, SecretString::from(secret))))
 }
 
-fn form_decode(value: &str) -> String {
-    url::form_urlencoded::parse(format!("v={value}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+/// RFC 6749 §2.3.1 and Appendix B: each of the id and the secret is one
+/// `application/x-www-form-urlencoded` value, so `+` is a space and `%XX` a byte, and nothing
+/// else is special: an `&` or `=` belongs to the value (a form parser would cut at `&`).
+fn form_decode(value: &str) -> Option<String> {
+    let spaced = value.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 #[cfg(test)]
@@ -146,6 +151,22 @@ mod tests {
         assert_eq!(secrecy::ExposeSecret::expose_secret(&secret), "s+cret x");
     }
 
+    /// The audit's case: `SECRET&junk` is not `SECRET`.
+    #[test]
+    fn an_ampersand_or_equals_sign_belongs_to_the_secret() {
+        let (_, secret) = basic_credentials(&basic("web:SECRET&junk"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(secrecy::ExposeSecret::expose_secret(&secret), "SECRET&junk");
+        let (id, secret) = basic_credentials(&basic("a=b:c=d%26e")).unwrap().unwrap();
+        assert_eq!(id, "a=b");
+        assert_eq!(secrecy::ExposeSecret::expose_secret(&secret), "c=d&e");
+        assert!(matches!(
+            basic_credentials(&basic("web:%FF")),
+            Err(OAuthError::InvalidClient(_))
+        ));
+    }
+
     #[test]
     fn two_methods_or_mismatched_ids_are_refused() {
         let params = Params::parse(b"client_id=web&client_secret=s");
@@ -166,6 +187,24 @@ mod tests {
         assert!(matches!(
             presented(&HeaderMap::new(), &Params::parse(b"")),
             Err(OAuthError::InvalidClient(_))
+        ));
+    }
+
+    #[test]
+    fn ids_that_could_never_be_registered_are_unknown_clients() {
+        for body in [
+            &b"client_id=we%00b"[..],
+            b"client_id=w%C3%A9b",
+            b"client_id=a%20b",
+        ] {
+            assert!(matches!(
+                presented(&HeaderMap::new(), &Params::parse(body)),
+                Err(OAuthError::InvalidClient("unknown client"))
+            ));
+        }
+        assert!(matches!(
+            presented(&basic("we%00b:secret"), &Params::parse(b"")),
+            Err(OAuthError::InvalidClient("unknown client"))
         ));
     }
 }
