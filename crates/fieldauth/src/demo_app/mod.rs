@@ -152,3 +152,6 @@ impl DemoApp {
         let _ = self.task.await;
     }
 }
+
+#[cfg(test)]
+mod tests;
