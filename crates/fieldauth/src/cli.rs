@@ -48,8 +48,8 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve the authorization server and the API, each on its own listener.
     Serve(ServeArgs),
-    /// Serve, after seeding the demo tenant; prints how to try it.
-    Demo(ServeArgs),
+    /// Serve, after seeding the demo tenant, with a demo app to sign in to; prints how to try it.
+    Demo(DemoArgs),
     /// Tenants: the top-level isolation unit.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -132,6 +132,22 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_API_CACHE_MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(0..=65536))]
     pub api_cache_mib: u64,
+}
+
+/// `demo` takes every `serve` flag, and the demo app's address.
+#[derive(Clone, Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+
+    /// Address the demo app (the demo-spa client's back end) listens on: a loopback address,
+    /// since its redirect URI is plain http. Port 0 picks a free port.
+    #[arg(
+        long,
+        env = "FIELDAUTH_DEMO_APP_LISTEN",
+        default_value = "127.0.0.1:8400"
+    )]
+    pub demo_app_listen: SocketAddr,
 }
 
 #[derive(Debug, Subcommand)]

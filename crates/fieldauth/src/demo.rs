@@ -1,23 +1,31 @@
-//! `fieldauth demo`: an idempotent seed of the demo tenant and the walkthrough printed on
-//! start. Passwords and the confidential client's secret are stored only as hashes, so each
-//! start sets fresh ones and prints them.
+//! `fieldauth demo`: an idempotent seed of the demo tenant, the server with the demo app
+//! beside it, and the walkthrough printed on start. Passwords and the confidential client's
+//! secret are stored only as hashes, so each start sets fresh ones and prints them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
-use jose::UnixTime;
-use oauth::{paths, RandomSource, Scope};
+use jose::{Clock, UnixTime};
+use oauth::{paths, OsRandom, RandomSource, Scope};
 use secrecy::{ExposeSecret, SecretString};
 use store::{NewClient, NewUser, Store, StoreError, TenantId, TenantStore};
+use tokio::net::TcpListener;
 use url::Url;
 
 use crate::config::ServeConfig;
+use crate::demo_app::{self, DemoApp, DemoAppConfig, DemoAppState};
 use crate::demo_records;
+use crate::serve::{self, Listeners, Server};
 
 pub const TENANT: &str = "demo";
 pub const SPA_CLIENT: &str = "demo-spa";
 pub const WEB_CLIENT: &str = "demo-web";
-pub const SPA_REDIRECT_URI: &str = "http://127.0.0.1:8400/callback";
 pub const WEB_REDIRECT_URI: &str = "http://127.0.0.1:8500/callback";
-const ORGANIZATIONS: [&str; 2] = ["Northwind Plumbing", "Summit Electric"];
+pub const ORGANIZATIONS: [&str; 2] = ["Northwind Plumbing", "Summit Electric"];
+/// What the demo app and the walkthrough ask for: every scope.
+pub const SCOPE: &str =
+    "openid profile email offline_access jobs workOrders customers invoices employees";
 /// The walkthrough's API query: the next jobs with their work order, customer and crew.
 pub const API_EXAMPLE: &str = "{ viewer { organization { name } } jobs(first: 5) { totalCount nodes { title status scheduledStart workOrder { number customer { name } } assignments { employee { name } } } } }";
 
@@ -29,10 +37,98 @@ pub struct DemoSecrets {
     pub web_client_secret: SecretString,
 }
 
+/// The listeners of a demo: the server's two and the demo app's.
+#[derive(Debug)]
+pub struct DemoListeners {
+    pub server: Listeners,
+    pub app: TcpListener,
+}
+
+/// The demo app serves plain http, which a redirect URI may use only on loopback (RFC 8252
+/// §7.3); checked before anything touches the database.
+pub fn check_app_listen(addr: SocketAddr) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        addr.ip().is_loopback(),
+        "--demo-app-listen {addr}: the demo app serves plain http, so it listens on a loopback \
+         address only (127.0.0.1 or [::1])"
+    );
+    Ok(())
+}
+
+/// Binds every port first: a busy one must stop the demo before it replaces the demo
+/// credentials.
+pub async fn bind_listeners(
+    config: &ServeConfig,
+    app_listen: SocketAddr,
+) -> anyhow::Result<DemoListeners> {
+    check_app_listen(app_listen)?;
+    let server = serve::bind_listeners(config).await?;
+    let app = TcpListener::bind(app_listen)
+        .await
+        .with_context(|| format!("cannot listen on {app_listen} (--demo-app-listen)"))?;
+    Ok(DemoListeners { server, app })
+}
+
+/// A running demo: the server, the demo app, and the walkthrough to print.
+#[derive(Debug)]
+pub struct RunningDemo {
+    pub server: Server,
+    pub app: DemoApp,
+    pub walkthrough: String,
+}
+
+impl RunningDemo {
+    pub async fn shutdown(self) {
+        self.app.shutdown().await;
+        self.server.shutdown().await;
+    }
+}
+
+/// `fieldauth demo`: seeds the tenant with demo-spa's redirect URI on the demo app's bound
+/// address, starts the server and the app, and writes the walkthrough. The binary and the
+/// tests both start the demo here.
+pub async fn start(
+    config: &ServeConfig,
+    listeners: DemoListeners,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    random: &dyn RandomSource,
+) -> anyhow::Result<RunningDemo> {
+    let app_origin = demo_app::origin(listeners.app.local_addr()?);
+    let redirect_uri = format!("{app_origin}{}", demo_app::CALLBACK);
+    let secrets = seed(&store, random, clock.now(), &redirect_uri)
+        .await
+        .context("cannot seed the demo tenant")?;
+    let app_state = DemoAppState::new(
+        DemoAppConfig {
+            issuer: config.issuer.clone(),
+            api_url: config.api_url.clone(),
+            tenant: TENANT.to_owned(),
+            client_id: SPA_CLIENT.to_owned(),
+            redirect_uri: redirect_uri.clone(),
+            scope: SCOPE.to_owned(),
+        },
+        Arc::clone(&clock),
+        Arc::new(OsRandom::new()),
+    )
+    .context("cannot prepare the demo app")?;
+    let server = serve::start_on(config, listeners.server, store, clock).await?;
+    let app = DemoApp::start(listeners.app, app_state).context("cannot start the demo app")?;
+    let walkthrough = walkthrough(config, &secrets, &app_origin, random)?;
+    Ok(RunningDemo {
+        server,
+        app,
+        walkthrough,
+    })
+}
+
+/// Creates whatever is missing of the demo tenant; `spa_redirect_uri` is the demo app's
+/// callback, set again at every start since the app may listen elsewhere this time.
 pub async fn seed(
     store: &Store,
     random: &dyn RandomSource,
     now: UnixTime,
+    spa_redirect_uri: &str,
 ) -> anyhow::Result<DemoSecrets> {
     let tenant_id = TenantId::parse(TENANT)?;
     ignore_conflict(
@@ -43,7 +139,7 @@ pub async fn seed(
     let tenant = store.tenant(&tenant_id);
 
     let all_scopes: Vec<String> = Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect();
-    let spa_uris = [SPA_REDIRECT_URI.to_owned()];
+    let spa_uris = [spa_redirect_uri.to_owned()];
     let spa = NewClient {
         client_id: SPA_CLIENT,
         name: "Dispatch board (demo SPA)",
@@ -51,7 +147,11 @@ pub async fn seed(
         redirect_uris: &spa_uris,
         scopes: &all_scopes,
     };
-    ignore_conflict(tenant.create_client(&spa, now).await)?;
+    if !ignore_conflict(tenant.create_client(&spa, now).await)? {
+        tenant
+            .set_client_redirect_uris(SPA_CLIENT, &spa_uris)
+            .await?;
+    }
     let (web_client_secret, web_hash) = oauth::secret::generate_client_secret(random)?;
     let web_uris = [WEB_REDIRECT_URI.to_owned()];
     let web = NewClient {
@@ -102,14 +202,16 @@ pub async fn seed(
     })
 }
 
-/// The walkthrough: where things are, the credentials, and an authorization URL with a
-/// fresh PKCE pair.
+/// The walkthrough: the demo app to open first, where things are, the credentials, and the
+/// same flow by hand: an authorization URL with a fresh PKCE pair and the curl commands.
 pub fn walkthrough(
     config: &ServeConfig,
     secrets: &DemoSecrets,
+    app_origin: &str,
     random: &dyn RandomSource,
 ) -> anyhow::Result<String> {
     let issuer = &config.issuer;
+    let redirect_uri = format!("{app_origin}{}", demo_app::CALLBACK);
     let code_verifier = random.token()?;
     let state = random.token()?;
     let nonce = random.token()?;
@@ -119,11 +221,8 @@ pub fn walkthrough(
         .append_pair("tenant", TENANT)
         .append_pair("response_type", "code")
         .append_pair("client_id", SPA_CLIENT)
-        .append_pair("redirect_uri", SPA_REDIRECT_URI)
-        .append_pair(
-            "scope",
-            "openid profile email offline_access jobs workOrders customers invoices employees",
-        )
+        .append_pair("redirect_uri", &redirect_uri)
+        .append_pair("scope", SCOPE)
         .append_pair(
             "code_challenge",
             &oauth::pkce::s256_challenge(&code_verifier),
@@ -136,8 +235,16 @@ pub fn walkthrough(
         String::new(),
         "fieldauth demo is running.".to_owned(),
         String::new(),
+        format!(
+            "Open {app_origin}/ in a browser and sign in as alice (password {}).",
+            secrets.alice_password.expose_secret()
+        ),
+        "  The demo app signs in with the authorization code flow and PKCE, then shows the tokens' claims,".to_owned(),
+        "  the userinfo answer and the jobs of the organization chosen on the consent page.".to_owned(),
+        String::new(),
         format!("  Issuer (auth server)  {issuer}"),
         format!("  API                   {}", config.api_url),
+        format!("  Demo app              {app_origin}/   (the back end of the public client {SPA_CLIENT})"),
         format!("  Discovery             {discovery}"),
         format!("  JWKS                  {}", issuer.endpoint(paths::JWKS)),
         String::new(),
@@ -153,7 +260,7 @@ pub fn walkthrough(
             secrets.bob_password.expose_secret(),
             ORGANIZATIONS[0]
         ),
-        format!("  public client        {SPA_CLIENT}   redirect_uri {SPA_REDIRECT_URI}"),
+        format!("  public client        {SPA_CLIENT}   redirect_uri {redirect_uri}"),
         format!("  confidential client  {WEB_CLIENT}   redirect_uri {WEB_REDIRECT_URI}"),
         format!(
             "                       client_secret {}",
@@ -162,20 +269,20 @@ pub fn walkthrough(
         "  (the passwords and the client secret are new at every start; only hashes are stored)"
             .to_owned(),
         String::new(),
-        "Try it:".to_owned(),
+        "The same flow by hand, with curl:".to_owned(),
         format!("  curl -s {discovery}"),
         "  Open this authorization URL in a browser and sign in as alice:".to_owned(),
         format!("    {authorize}"),
         format!("  state {state}"),
         format!("  PKCE code_verifier for the token exchange: {code_verifier}"),
         String::new(),
-        "After Sign in and Allow, the browser lands on the redirect URI (nothing listens there):".to_owned(),
-        format!("copy the code from its address bar ({SPA_REDIRECT_URI}?code=demo.…&state=…&iss=…), then:"),
+        "After Sign in and Allow, the browser lands on the demo app's callback, which did not start this sign-in and says so;".to_owned(),
+        format!("copy the code from its address bar ({redirect_uri}?code=demo.…&state=…&iss=…), then:"),
         "  CODE='paste the code here'".to_owned(),
         format!("  curl -s {token} \\", token = issuer.endpoint(paths::TOKEN)),
         "    --data-urlencode grant_type=authorization_code \\".to_owned(),
         format!("    --data-urlencode client_id={SPA_CLIENT} \\"),
-        format!("    --data-urlencode redirect_uri={SPA_REDIRECT_URI} \\"),
+        format!("    --data-urlencode redirect_uri={redirect_uri} \\"),
         format!("    --data-urlencode code_verifier={code_verifier} \\"),
         "    --data-urlencode \"code=$CODE\"".to_owned(),
         "The answer has access_token, id_token and refresh_token (the code works once, for 60 s). Then:".to_owned(),

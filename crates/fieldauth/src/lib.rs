@@ -5,6 +5,7 @@ mod audit;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod demo_app;
 pub mod demo_records;
 mod health;
 mod keys;
@@ -16,6 +17,7 @@ mod shards;
 pub mod telemetry;
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -25,8 +27,8 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    ApiCommand, AuditCommand, ClientCommand, Command, KeysCommand, OrgCommand, TenantCommand,
-    UserCommand,
+    ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand, OrgCommand,
+    TenantCommand, UserCommand,
 };
 use crate::config::ServeConfig;
 use crate::provision::{ClientRequest, UserRequest};
@@ -35,12 +37,18 @@ use crate::provision::{ClientRequest, UserRequest};
 pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     let clock = SystemClock;
     let random = OsRandom::new();
-    if let Command::Serve(args) | Command::Demo(args) = &cli.command {
+    if let Command::Serve(args) | Command::Demo(DemoArgs { serve: args, .. }) = &cli.command {
         // Settings are checked before anything touches the database.
         let config = ServeConfig::from_args(args)?;
+        let demo_app_listen = match &cli.command {
+            Command::Demo(demo) => {
+                demo::check_app_listen(demo.demo_app_listen)?;
+                Some(demo.demo_app_listen)
+            }
+            _ => None,
+        };
         let store = open_store(&cli).await?;
-        let demo = matches!(cli.command, Command::Demo(_));
-        return serve_until_signal(&config, store, demo, &random).await;
+        return serve_until_signal(&config, store, demo_app_listen, &random).await;
     }
     if let Command::Api(ApiCommand::Schema) = &cli.command {
         // Needs no database.
@@ -144,27 +152,25 @@ async fn open_store(cli: &cli::Cli) -> anyhow::Result<Store> {
 async fn serve_until_signal(
     config: &ServeConfig,
     store: Store,
-    demo: bool,
+    demo_app_listen: Option<SocketAddr>,
     random: &OsRandom,
 ) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    // Ports first: a busy port must stop the demo before it replaces the demo credentials.
-    let listeners = serve::bind_listeners(config).await?;
-    let secrets = match demo {
-        true => Some(
-            demo::seed(&store, random, clock.now())
-                .await
-                .context("cannot seed the demo tenant")?,
-        ),
-        false => None,
-    };
-    let server = serve::start_on(config, listeners, store.clone(), clock).await?;
-    if let Some(secrets) = secrets {
-        println!("{}", demo::walkthrough(config, &secrets, random)?);
+    if let Some(app_listen) = demo_app_listen {
+        // Ports first: a busy port must stop the demo before it replaces the demo credentials.
+        let listeners = demo::bind_listeners(config, app_listen).await?;
+        let running = demo::start(config, listeners, store.clone(), clock, random).await?;
+        println!("{}", running.walkthrough);
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing requests in flight");
+        running.shutdown().await;
+    } else {
+        let listeners = serve::bind_listeners(config).await?;
+        let server = serve::start_on(config, listeners, store.clone(), clock).await?;
+        shutdown_signal().await;
+        tracing::info!("shutting down: finishing requests in flight");
+        server.shutdown().await;
     }
-    shutdown_signal().await;
-    tracing::info!("shutting down: finishing requests in flight");
-    server.shutdown().await;
     store.close().await;
     Ok(())
 }

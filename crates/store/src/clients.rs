@@ -156,4 +156,27 @@ impl TenantStore<'_> {
             _ => Err(StoreError::NotFound(Entity::Client)),
         }
     }
+
+    /// Replaces a client's redirect URIs; `NotFound(Client)` for an unknown client. The demo
+    /// moves its public client's callback to wherever its app listens.
+    pub async fn set_client_redirect_uris(
+        &self,
+        client_id: &str,
+        redirect_uris: &[String],
+    ) -> Result<(), StoreError> {
+        let redirect_uris = serde_json::to_string(redirect_uris)
+            .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
+        let done = sqlx::query(
+            "UPDATE clients SET redirect_uris = $1 WHERE tenant_id = $2 AND client_id = $3",
+        )
+        .bind(&redirect_uris)
+        .bind(self.id_str())
+        .bind(client_id)
+        .execute(self.pool())
+        .await?;
+        match done.rows_affected() {
+            1 => Ok(()),
+            _ => Err(StoreError::NotFound(Entity::Client)),
+        }
+    }
 }

@@ -10,17 +10,24 @@ use secrecy::{ExposeSecret, SecretString};
 use store::testing::TestDatabase;
 use store::{ClientType, Store, TenantId};
 
-use crate::helpers::on_both_backends;
+use crate::helpers::{assert_refused, cli, on_both_backends};
 
 on_both_backends!(seeding_twice_keeps_one_set_of_records_and_renews_credentials);
 
 const NOW: i64 = 1_800_000_000;
+const FIRST_CALLBACK: &str = "http://127.0.0.1:8400/callback";
+/// The demo app listened elsewhere at the second start.
+const SECOND_CALLBACK: &str = "http://127.0.0.1:41234/callback";
 
 async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestDatabase) {
     let store = Store::connect(&db.url).await.unwrap();
     let random = OsRandom::new();
-    let first = demo::seed(&store, &random, NOW).await.unwrap();
-    let second = demo::seed(&store, &random, NOW + 60).await.unwrap();
+    let first = demo::seed(&store, &random, NOW, FIRST_CALLBACK)
+        .await
+        .unwrap();
+    let second = demo::seed(&store, &random, NOW + 60, SECOND_CALLBACK)
+        .await
+        .unwrap();
 
     let id = TenantId::parse("demo").unwrap();
     let tenant = store.tenant(&id);
@@ -37,10 +44,12 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
             ("demo-web", ClientType::Confidential)
         ]
     );
-    assert!(clients.iter().all(|c| c
-        .redirect_uris
-        .iter()
-        .all(|u| u.starts_with("http://127.0.0.1:"))));
+    // demo-spa's redirect URI follows the demo app to where it listens now.
+    let redirect_uris: Vec<_> = clients.iter().map(|c| c.redirect_uris.clone()).collect();
+    assert_eq!(
+        redirect_uris,
+        [[SECOND_CALLBACK], ["http://127.0.0.1:8500/callback"]]
+    );
     let organizations = tenant.list_organizations().await.unwrap();
     assert_eq!(organizations.len(), 2);
     // Each organization has its own records, seeded once.
@@ -103,7 +112,20 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         throttle: oauth::ThrottlePolicy::default(),
         api_cache_bytes: 0,
     };
-    let text = demo::walkthrough(&config, &second, &random).unwrap();
+    let text = demo::walkthrough(&config, &second, "http://127.0.0.1:8400", &random).unwrap();
+    // The demo app comes first; the curl walkthrough follows.
+    let first_lines: Vec<&str> = text.lines().skip_while(|l| l.is_empty()).take(3).collect();
+    assert_eq!(
+        first_lines,
+        [
+            "fieldauth demo is running.",
+            "",
+            &*format!(
+                "Open http://127.0.0.1:8400/ in a browser and sign in as alice (password {}).",
+                second.alice_password.expose_secret()
+            ),
+        ]
+    );
     assert!(text.contains(second.alice_password.expose_secret()));
     assert!(text.contains(second.web_client_secret.expose_secret()));
     let url = text
@@ -130,10 +152,24 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
     assert!(text.contains(demo::API_EXAMPLE));
     assert_eq!(param("tenant"), "demo");
     assert_eq!(param("client_id"), "demo-spa");
+    assert_eq!(param("redirect_uri"), FIRST_CALLBACK);
     assert_eq!(param("code_challenge_method"), "S256");
     assert_eq!(
         param("code_challenge"),
         oauth::pkce::s256_challenge(verifier)
     );
     store.close().await;
+}
+
+/// RFC 8252 §7.3: the demo app serves plain http, so it may listen on loopback only; the
+/// refusal names the flag.
+#[test]
+fn a_demo_app_address_off_loopback_is_refused() {
+    let db = TestDatabase::sqlite();
+    let output = cli(&db, &["demo", "--demo-app-listen", "0.0.0.0:8400"], None);
+    assert_refused(
+        &output,
+        "--demo-app-listen 0.0.0.0:8400: the demo app serves plain http, so it listens on a \
+         loopback address only (127.0.0.1 or [::1])",
+    );
 }

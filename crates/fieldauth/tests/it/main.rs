@@ -17,6 +17,7 @@ mod cli;
 mod consent;
 mod db_proxy;
 mod demo;
+mod demo_app;
 mod discovery;
 mod faults;
 mod flow;
