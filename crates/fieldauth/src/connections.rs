@@ -245,8 +245,8 @@ impl Timer for HeadTimer {
     /// hyper asks for `now + header_read_timeout` as it starts reading a head.
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
         let received = self.received.load(Ordering::Relaxed);
-        // Bytes a previous read took beyond the last request (a pipelined head) count as
-        // idle time's: the wait ends at the next byte.
+        // A head whose first bytes came in with the previous request (pipelined) is waited
+        // for under the idle timeout until its next byte arrives.
         let (deadline, idle) = match received {
             0 => (deadline, false),
             _ => (Instant::now() + self.idle_timeout, true),
