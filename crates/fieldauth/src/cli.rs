@@ -132,6 +132,30 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_API_CACHE_MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(0..=65536))]
     pub api_cache_mib: u64,
+
+    /// Address of a listener serving `/metrics` (with `/healthz` and `/readyz`), kept off the
+    /// public listeners, which answer `/metrics` with 404. Unset: no metrics are served.
+    #[arg(long, env = "FIELDAUTH_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// Seconds a client has to send a request's line and headers, counted from the
+    /// connection's start or from the request's first byte; a slower client is disconnected
+    /// (1 to 300).
+    #[arg(long, env = "FIELDAUTH_HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub header_read_timeout_seconds: u64,
+
+    /// Seconds a kept-alive connection may wait for its next request before it is closed
+    /// (1 to 3600).
+    #[arg(long, env = "FIELDAUTH_IDLE_TIMEOUT_SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout_seconds: u64,
+
+    /// Open connections per listener; further clients wait in the kernel's accept queue until
+    /// one closes (1 to 1000000).
+    #[arg(long, env = "FIELDAUTH_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
 }
 
 /// `demo` takes every `serve` flag, and the demo app's address.

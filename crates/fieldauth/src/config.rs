@@ -8,6 +8,7 @@ use oauth::{Issuer, ThrottlePolicy};
 use url::Url;
 
 use crate::cli::ServeArgs;
+use crate::connections::ConnectionLimits;
 
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
@@ -20,6 +21,10 @@ pub struct ServeConfig {
     pub throttle: ThrottlePolicy,
     /// Bytes of answers the API's response cache may keep; 0 turns it off.
     pub api_cache_bytes: usize,
+    /// The metrics listener's address; `None`: no metrics listener.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Each listener's timeouts and connection cap.
+    pub connections: ConnectionLimits,
 }
 
 impl ServeConfig {
@@ -40,6 +45,13 @@ impl ServeConfig {
             },
             api_cache_bytes: usize::try_from(args.api_cache_mib.saturating_mul(1 << 20))
                 .context("--api-cache-mib is too large for this machine")?,
+            metrics_listen: args.metrics_listen,
+            connections: ConnectionLimits {
+                header_read_timeout: Duration::from_secs(args.header_read_timeout_seconds),
+                idle_timeout: Duration::from_secs(args.idle_timeout_seconds),
+                max_connections: usize::try_from(args.max_connections)
+                    .context("--max-connections is too large for this machine")?,
+            },
         })
     }
 }
@@ -73,6 +85,10 @@ mod tests {
             signin_max_failures_per_address: 50,
             signin_lock_seconds: 300,
             api_cache_mib: 64,
+            metrics_listen: None,
+            header_read_timeout_seconds: 10,
+            idle_timeout_seconds: 60,
+            max_connections: 4096,
         }
     }
 

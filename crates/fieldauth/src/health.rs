@@ -1,5 +1,5 @@
-//! `/healthz` (the process answers) and `/readyz` (it can reach its database), on both
-//! listeners.
+//! `/healthz` (the process answers) and `/readyz` (it can reach its database), on every
+//! listener.
 
 use std::time::Duration;
 

@@ -4,6 +4,7 @@
 mod audit;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod demo;
 pub mod demo_app;
 pub mod demo_records;

@@ -1,4 +1,5 @@
-//! `/metrics` on both listeners, in the OpenMetrics text format that Prometheus scrapes:
+//! `/metrics`, in the OpenMetrics text format that Prometheus scrapes, on its own listener
+//! (`--metrics-listen`) so the public ones do not show it:
 //! HTTP requests by listener, route and status with a latency histogram, the authorization
 //! server's own counters (grants, revocations, sign-ins, locks, consents) and the database
 //! pools. Every label comes from a bounded set: routes are the router's patterns, never the
@@ -34,7 +35,7 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
-/// The HTTP counters, shared by both listeners (told apart by the `listener` label).
+/// The HTTP counters, shared by the listeners (told apart by the `listener` label).
 #[derive(Clone, Debug)]
 pub struct HttpMetrics {
     requests: Family<RequestLabels, Counter>,
@@ -90,7 +91,7 @@ pub fn registry(
     Arc::new(registry)
 }
 
-/// The `/metrics` route, merged into each listener's router.
+/// The `/metrics` route, served by the metrics listener alone.
 pub fn router(registry: Arc<Registry>) -> Router {
     Router::new().route(PATH, get(scrape)).with_state(registry)
 }

@@ -1,4 +1,4 @@
-//! Wiring: binds both listeners, loads the signing keys, builds the states and routers, and
+//! Wiring: binds the listeners, loads the signing keys, builds the states and routers, and
 //! runs until told to stop. The binary and the end-to-end tests start the server through
 //! [`start`], so tests exercise exactly what operators run.
 
@@ -21,13 +21,15 @@ use tokio::task::JoinSet;
 
 use crate::config::ServeConfig;
 use crate::metrics::{self, HttpMetrics};
-use crate::{health, telemetry};
+use crate::{connections, health, telemetry};
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 #[derive(Debug)]
 pub struct Server {
     pub auth_addr: SocketAddr,
     pub api_addr: SocketAddr,
+    /// The metrics listener's address, when there is one (`--metrics-listen`).
+    pub metrics_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -37,6 +39,10 @@ pub async fn bind_listeners(config: &ServeConfig) -> anyhow::Result<Listeners> {
     Ok(Listeners {
         auth: bind(config.auth_listen, "--auth-listen").await?,
         api: bind(config.api_listen, "--api-listen").await?,
+        metrics: match config.metrics_listen {
+            Some(addr) => Some(bind(addr, "--metrics-listen").await?),
+            None => None,
+        },
     })
 }
 
@@ -46,6 +52,8 @@ pub async fn bind_listeners(config: &ServeConfig) -> anyhow::Result<Listeners> {
 pub struct Listeners {
     pub auth: TcpListener,
     pub api: TcpListener,
+    /// `/metrics` and the probes, off the public listeners; none unless configured.
+    pub metrics: Option<TcpListener>,
 }
 
 pub async fn start_on(
@@ -56,6 +64,10 @@ pub async fn start_on(
 ) -> anyhow::Result<Server> {
     let auth_addr = listeners.auth.local_addr()?;
     let api_addr = listeners.api.local_addr()?;
+    let metrics_addr = match &listeners.metrics {
+        Some(listener) => Some(listener.local_addr()?),
+        None => None,
+    };
 
     let signing_keys = SigningKeys::load_or_create(&store, clock.now())
         .await
@@ -101,18 +113,30 @@ pub async fn start_on(
 
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    tasks.spawn(run_listener(
+    let limits = config.connections;
+    tasks.spawn(connections::serve(
         listeners.auth,
         auth_router,
+        limits,
         stopped.clone(),
         "auth",
     ));
-    tasks.spawn(run_listener(
+    tasks.spawn(connections::serve(
         listeners.api,
         api_router,
+        limits,
         stopped.clone(),
         "api",
     ));
+    if let Some(listener) = listeners.metrics {
+        tasks.spawn(connections::serve(
+            listener,
+            common.metrics_router(),
+            limits,
+            stopped.clone(),
+            "metrics",
+        ));
+    }
     let store_for_checkpoints = store.clone();
     let stopped_for_checkpoints = stopped.clone();
     tasks.spawn(reload_keys(
@@ -127,9 +151,13 @@ pub async fn start_on(
         stopped_for_checkpoints,
     ));
     tracing::info!(%auth_addr, %api_addr, issuer = %config.issuer, "listening");
+    if let Some(metrics_addr) = metrics_addr {
+        tracing::info!(%metrics_addr, "serving metrics");
+    }
     Ok(Server {
         auth_addr,
         api_addr,
+        metrics_addr,
         stop,
         tasks,
     })
@@ -149,7 +177,7 @@ async fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot listen on {addr} ({flag})"))
 }
 
-/// What both listeners serve besides their own routes, and the layers around them.
+/// What both public listeners serve besides their own routes, and the layers around them.
 struct Common<'a> {
     store: &'a Store,
     registry: &'a Arc<Registry>,
@@ -160,11 +188,23 @@ impl Common<'_> {
     fn router(&self, routes: Router, listener: &'static str) -> Router {
         let router = routes
             .merge(health::router(self.store.clone()))
-            .merge(metrics::router(Arc::clone(self.registry)))
             .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
             .layer(axum::middleware::from_fn_with_state(listener, deadline))
             .layer(axum::middleware::from_fn_with_state(
                 (self.http_metrics.clone(), listener),
+                metrics::track,
+            ));
+        telemetry::http_layers(router)
+    }
+
+    /// The metrics listener: `/metrics` and the probes. Its own requests are counted under
+    /// `listener="metrics"`.
+    fn metrics_router(&self) -> Router {
+        let router = metrics::router(Arc::clone(self.registry))
+            .merge(health::router(self.store.clone()))
+            .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+            .layer(axum::middleware::from_fn_with_state(
+                (self.http_metrics.clone(), "metrics"),
                 metrics::track,
             ));
         telemetry::http_layers(router)
@@ -204,26 +244,6 @@ async fn deadline(
             .or_insert(HeaderValue::from_static(RETRY_AFTER_SECONDS));
     }
     response
-}
-
-async fn run_listener(
-    listener: TcpListener,
-    router: Router,
-    mut stopped: watch::Receiver<bool>,
-    name: &'static str,
-) {
-    let shutdown = async move {
-        let _ = stopped.wait_for(|stop| *stop).await;
-    };
-    if let Err(error) = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-    {
-        tracing::error!(listener = name, %error, "listener stopped");
-    }
 }
 
 /// Picks up keys rotated by the CLI or another node.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyPool, ConnectOptions, Connection, Executor, Row};
 
 use crate::error::StoreError;
@@ -313,6 +314,9 @@ impl Database {
     async fn open(url: &str, name: &str) -> Result<Database, StoreError> {
         let backend = Backend::from_url(url)?;
         let options = connect_options(url, backend)?;
+        if backend == Backend::Sqlite {
+            create_sqlite_file(url)?;
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(pool_size(backend))
             // The bound on how long a request waits for a database that does not answer:
@@ -405,6 +409,33 @@ fn connect_options(url: &str, backend: Backend) -> Result<AnyConnectOptions, Sto
     AnyConnectOptions::from_str(&url)
         .map(|options| options.log_slow_statements(log::LevelFilter::Warn, SLOW_STATEMENT))
         .map_err(|_| StoreError::UnsupportedUrl)
+}
+
+/// Creates an SQLite database file that does not exist yet, readable and writable by its
+/// owner alone: it holds every password and secret hash, and SQLite would create it 0644
+/// (less the umask). SQLite gives the `-wal` and `-shm` files it creates beside it the
+/// database file's mode. A file that exists keeps the mode its operator gave it; a URL that
+/// does not create (`mode=ro`, `mode=rw`, in memory) is left to SQLite.
+fn create_sqlite_file(url: &str) -> Result<(), StoreError> {
+    // The URL's shape as sqlx reads it (`sqlite://PATH?QUERY` or `sqlite:PATH?QUERY`).
+    let rest = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    let (database, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mode = query.split('&').find_map(|pair| pair.strip_prefix("mode="));
+    if database.is_empty() || database == ":memory:" || mode.is_some_and(|mode| mode != "rwc") {
+        return Ok(());
+    }
+    let options = SqliteConnectOptions::from_str(url).map_err(|_| StoreError::UnsupportedUrl)?;
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    match file.open(options.get_filename()) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(StoreError::Unavailable(sqlx::Error::Io(error))),
+    }
 }
 
 fn pool_size(backend: Backend) -> u32 {

@@ -1304,3 +1304,23 @@ async fn userinfo_reads_the_user_of_a_live_grant_only(store: Store) {
         GrantUser::Revoked
     );
 }
+
+/// The SQLite file holds every password and secret hash: it is created readable and writable
+/// by its owner alone, and so are its write-ahead log and shared-memory index.
+#[cfg(unix)]
+#[tokio::test]
+async fn sqlite_files_are_created_for_their_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDatabase::sqlite();
+    let store = connect(&db).await;
+    seeded(&store, "acme").await;
+    let path = db.url.strip_prefix("sqlite://").unwrap();
+    for file in [
+        path.to_owned(),
+        format!("{path}-wal"),
+        format!("{path}-shm"),
+    ] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file} has mode {mode:o}");
+    }
+}

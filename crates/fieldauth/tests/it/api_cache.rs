@@ -20,10 +20,10 @@ on_both_backends!(
 const CUSTOMERS: &str = "{ customers { totalCount nodes { name } } }";
 const EMPLOYEES: &str = "{ employees { totalCount nodes { name } } }";
 
-/// The API listener's cache counters: (hits, misses, bypasses).
+/// The API's cache counters: (hits, misses, bypasses).
 async fn lookups(app: &TestApp) -> (u64, u64, u64) {
     let text = app
-        .get(&format!("{}/metrics", app.api_url))
+        .get(&format!("{}/metrics", app.metrics_url))
         .await
         .text()
         .await

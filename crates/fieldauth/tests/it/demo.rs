@@ -111,6 +111,8 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         key_reload_interval: Duration::from_secs(30),
         throttle: oauth::ThrottlePolicy::default(),
         api_cache_bytes: 0,
+        metrics_listen: None,
+        connections: fieldauth::connections::ConnectionLimits::default(),
     };
     let text = demo::walkthrough(&config, &second, "http://127.0.0.1:8400", &random).unwrap();
     // The demo app comes first; the curl walkthrough follows.

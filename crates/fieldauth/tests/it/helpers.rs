@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fieldauth::config::ServeConfig;
+use fieldauth::connections::ConnectionLimits;
 use fieldauth::serve::{self, Listeners, Server};
 use jose::{Clock, ManualClock, SystemClock};
 use oauth::Issuer;
@@ -40,6 +41,8 @@ pub struct TestApp {
     pub store: Store,
     pub issuer: String,
     pub api_url: String,
+    /// `http://` and the metrics listener's address.
+    pub metrics_url: String,
     pub http: reqwest::Client,
     /// The server's clock: starts at the real time (the CLI writes real times) and moves
     /// only when a test says so.
@@ -67,13 +70,37 @@ impl TestApp {
         TestApp::start(db, server_url, oauth::ThrottlePolicy::default()).await
     }
 
+    /// A server whose listeners keep these limits (short timeouts, a small cap).
+    pub async fn spawn_with_connection_limits(
+        db: TestDatabase,
+        connections: ConnectionLimits,
+    ) -> TestApp {
+        let url = db.url.clone();
+        let throttle = oauth::ThrottlePolicy::default();
+        TestApp::start_configured(db, &url, throttle, |config| {
+            config.connections = connections
+        })
+        .await
+    }
+
     async fn start(db: TestDatabase, server_url: &str, throttle: oauth::ThrottlePolicy) -> TestApp {
+        TestApp::start_configured(db, server_url, throttle, |_| {}).await
+    }
+
+    async fn start_configured(
+        db: TestDatabase,
+        server_url: &str,
+        throttle: oauth::ThrottlePolicy,
+        configure: impl FnOnce(&mut ServeConfig),
+    ) -> TestApp {
         init_test_log();
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", auth.local_addr().unwrap());
         let api_url = format!("http://{}", api.local_addr().unwrap());
-        let config = ServeConfig {
+        let metrics_url = format!("http://{}", metrics.local_addr().unwrap());
+        let mut config = ServeConfig {
             issuer: Issuer::parse(&issuer).unwrap(),
             api_url: api_url.clone(),
             auth_listen: auth.local_addr().unwrap(),
@@ -83,7 +110,10 @@ impl TestApp {
             throttle,
             // On, as in production, so every API test also runs through the cache.
             api_cache_bytes: 8 << 20,
+            metrics_listen: Some(metrics.local_addr().unwrap()),
+            connections: ConnectionLimits::default(),
         };
+        configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();
         let server_store = match server_url == db.url {
             true => store.clone(),
@@ -99,7 +129,11 @@ impl TestApp {
             .unwrap();
         let server = serve::start_on(
             &config,
-            Listeners { auth, api },
+            Listeners {
+                auth,
+                api,
+                metrics: Some(metrics),
+            },
             server_store.clone(),
             clock.clone(),
         )
@@ -114,6 +148,7 @@ impl TestApp {
             store,
             issuer,
             api_url,
+            metrics_url,
             http,
             clock,
             server_store,

@@ -30,6 +30,7 @@ mod refresh;
 mod revoke;
 mod shards;
 mod signin;
+mod slow_clients;
 mod startup;
 mod token;
 mod userinfo;

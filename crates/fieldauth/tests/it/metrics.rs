@@ -1,5 +1,6 @@
-//! `/metrics` on both listeners: the OpenMetrics text Prometheus scrapes, whose counters move
-//! with what the server did and whose labels name no tenant, client, user or path sent.
+//! `/metrics` on the metrics listener alone: the OpenMetrics text Prometheus scrapes, whose
+//! counters move with what the server did on both public listeners and whose labels name no
+//! tenant, client, user or path sent.
 
 use std::collections::BTreeMap;
 
@@ -101,7 +102,7 @@ async fn counters_follow_the_flow_on_both_listeners_and_name_nobody(db: TestData
         404
     );
 
-    let auth = scrape(&app, &app.issuer).await;
+    let auth = scrape(&app, &app.metrics_url).await;
     let grants = |labels: &str| auth.value(&format!("fieldauth_token_grants_total{{{labels}}}"));
     assert_eq!(
         grants(r#"grant_type="authorization_code",result="issued",error="""#),
@@ -193,14 +194,53 @@ async fn counters_follow_the_flow_on_both_listeners_and_name_nobody(db: TestData
         assert!(!auth.text.contains(private), "the scrape shows {private:?}");
     }
 
-    // The API listener serves the same registry, and counts the first scrape.
-    let api = scrape(&app, &app.api_url).await;
+    // A second scrape counts the first, under the metrics listener.
+    let again = scrape(&app, &app.metrics_url).await;
     assert_eq!(
-        api.value(r#"fieldauth_grants_revoked_total{reason="refresh_reuse"}"#),
+        again.value(r#"fieldauth_grants_revoked_total{reason="refresh_reuse"}"#),
         1.0
     );
     assert_eq!(
-        api.value(r#"fieldauth_http_requests_total{listener="auth",method="GET",route="/metrics",status="200"}"#),
+        again.value(r#"fieldauth_http_requests_total{listener="metrics",method="GET",route="/metrics",status="200"}"#),
+        1.0
+    );
+    app.stop().await;
+}
+
+/// Issue 26: the public listeners answer `/metrics` with 404; the metrics listener serves it
+/// and the probes, and nothing of the public listeners' routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_on_their_own_listener_only() {
+    let app = TestApp::spawn(TestDatabase::sqlite()).await;
+    for public in [&app.issuer, &app.api_url] {
+        let response = app.get(&format!("{public}/metrics")).await;
+        assert_eq!(response.status(), 404, "{public}/metrics");
+        assert_eq!(response.text().await.unwrap(), "not found\n");
+    }
+    for (path, body) in [("/healthz", "ok\n"), ("/readyz", "ready\n")] {
+        let response = app.get(&format!("{}{path}", app.metrics_url)).await;
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(response.text().await.unwrap(), body);
+    }
+    let jwks = app.get(&format!("{}/oauth/jwks", app.metrics_url)).await;
+    assert_eq!(jwks.status(), 404);
+
+    let scraped = scrape(&app, &app.metrics_url).await;
+    let http = |labels: &str| scraped.value(&format!("fieldauth_http_requests_total{{{labels}}}"));
+    for listener in ["auth", "api"] {
+        assert_eq!(
+            http(&format!(
+                r#"listener="{listener}",method="GET",route="unmatched",status="404""#
+            )),
+            1.0
+        );
+    }
+    assert_eq!(
+        http(r#"listener="metrics",method="GET",route="/healthz",status="200""#),
+        1.0
+    );
+    assert_eq!(
+        http(r#"listener="metrics",method="GET",route="unmatched",status="404""#),
         1.0
     );
     app.stop().await;
