@@ -50,9 +50,15 @@ impl Demo {
             key_reload_interval: Duration::from_secs(30),
             throttle: oauth::ThrottlePolicy::default(),
             api_cache_bytes: 8 << 20,
+            metrics_listen: None,
+            connections: fieldauth::connections::ConnectionLimits::default(),
         };
         let listeners = DemoListeners {
-            server: Listeners { auth, api },
+            server: Listeners {
+                auth,
+                api,
+                metrics: None,
+            },
             app: TcpListener::bind("127.0.0.1:0").await.unwrap(),
         };
         let store = Store::connect(&db.url).await.unwrap();
