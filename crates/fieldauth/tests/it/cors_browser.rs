@@ -57,7 +57,7 @@ async function run() {
     });
     const body = await response.json();
     show('token', 'token: ' + response.status + ' ' + body.token_type);
-    accessToken = body.access_token;
+    if (body.access_token) accessToken = body.access_token;
   } catch (error) {
     show('token', 'token: ' + error.name);
   }
