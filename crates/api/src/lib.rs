@@ -31,13 +31,16 @@ pub use schema::context::new_id as record_id;
 pub use schema::{sdl, ApiSchema};
 pub use state::{ApiConfig, ApiState};
 
+/// The GraphQL endpoint: `POST` for apps, `GET` for the GraphiQL page.
+pub const GRAPHQL_PATH: &str = "/api";
+
 /// GraphQL requests are small; anything larger is refused before it is parsed.
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The routes of the API listener. Health, logging and request ids are added by the binary.
 pub fn router(state: ApiState) -> Router {
     Router::new()
-        .route("/api", post(graphql).get(graphiql::page))
+        .route(GRAPHQL_PATH, post(graphql).get(graphiql::page))
         .route("/api/graphiql.js", get(graphiql::start_script))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)

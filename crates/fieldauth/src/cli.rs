@@ -107,6 +107,7 @@ pub struct ServeArgs {
 
     /// Seconds between reloads of the signing keys, so a rotation made elsewhere is served
     /// (1 to 60).
+    /// The clients' CORS origins are re-read at the same interval.
     #[arg(long, env = "FIELDAUTH_KEY_RELOAD_SECONDS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=60))]
     pub key_reload_seconds: u64,
@@ -212,6 +213,11 @@ pub enum ClientCommand {
         /// A scope the client may request; repeat for several (default: every scope).
         #[arg(long = "scope")]
         scopes: Vec<String>,
+        /// An origin (scheme://host[:port]) whose pages may call the token, userinfo,
+        /// revocation, discovery, JWKS and API endpoints, besides the origins of the
+        /// redirect URIs; repeat for several.
+        #[arg(long = "web-origin")]
+        web_origins: Vec<String>,
         #[arg(long)]
         json: bool,
     },

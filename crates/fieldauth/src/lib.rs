@@ -74,6 +74,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             confidential,
             name,
             scopes,
+            web_origins,
             json,
         }) => {
             let request = ClientRequest {
@@ -83,6 +84,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
                 confidential,
                 name: name.as_deref(),
                 scopes: &scopes,
+                web_origins: &web_origins,
             };
             (
                 provision::create_client(&store, &request, &random, now).await?,

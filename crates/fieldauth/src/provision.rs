@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use jose::UnixTime;
+use oauth::cors::WebOrigin;
 use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
@@ -51,6 +52,7 @@ pub struct ClientRequest<'a> {
     pub confidential: bool,
     pub name: Option<&'a str>,
     pub scopes: &'a [String],
+    pub web_origins: &'a [String],
 }
 
 pub async fn create_client(
@@ -70,6 +72,15 @@ pub async fn create_client(
                 .with_context(|| format!("--redirect-uri {uri:?}"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut web_origins = Vec::new();
+    for origin in request.web_origins {
+        let origin = WebOrigin::parse(origin)
+            .with_context(|| format!("--web-origin {origin:?}"))?
+            .into_string();
+        if !web_origins.contains(&origin) {
+            web_origins.push(origin);
+        }
+    }
     let scopes = match request.scopes {
         [] => Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect(),
         given => given
@@ -104,18 +115,18 @@ pub async fn create_client(
         scopes: &scopes,
     };
     tenant
-        .create_client(&new, now)
+        .create_client_with_web_origins(&new, &web_origins, now)
         .await
         .with_context(|| format!("cannot create client \"{client_id}\" in tenant {tenant_id}"))?;
     Ok(match secret {
         Some((secret, _)) => Report::new(
-            json!({ "client_id": client_id.as_str(), "client_secret": secret.expose_secret() }),
+            json!({ "client_id": client_id.as_str(), "client_secret": secret.expose_secret(), "web_origins": web_origins }),
             format!(
                 "created confidential client {client_id}\nclient_secret: {}\n(shown once: only its hash is stored)",
                 secret.expose_secret()
             ),
         ),
-        None => Report::new(json!({ "client_id": client_id.as_str() }), format!("created public client {client_id}")),
+        None => Report::new(json!({ "client_id": client_id.as_str(), "web_origins": web_origins }), format!("created public client {client_id}")),
     })
 }
 

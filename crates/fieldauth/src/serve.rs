@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use jose::Clock;
+use oauth::cors::{AllowedOrigins, Cors, CorsRoute};
 use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
 use prometheus_client::registry::Registry;
 use store::Store;
@@ -72,6 +73,9 @@ pub async fn start_on(
     let signing_keys = SigningKeys::load_or_create(&store, clock.now())
         .await
         .context("cannot load the signing keys")?;
+    let origins = AllowedOrigins::load(&store)
+        .await
+        .context("cannot load the clients' origins for CORS")?;
     let reload_clock = Arc::clone(&clock);
     let oauth_state = OAuthState::new(
         OAuthConfig {
@@ -107,6 +111,7 @@ pub async fn start_on(
         store: &store,
         registry: &registry,
         http_metrics: &http_metrics,
+        origins: &origins,
     };
     let auth_router = common.router(oauth::router(oauth_state), "auth");
     let api_router = common.router(api::router(api_state), "api");
@@ -137,6 +142,11 @@ pub async fn start_on(
             "metrics",
         ));
     }
+    tasks.spawn(origins.clone().reload_every(
+        store.clone(),
+        config.key_reload_interval,
+        stopped.clone(),
+    ));
     let store_for_checkpoints = store.clone();
     let stopped_for_checkpoints = stopped.clone();
     tasks.spawn(reload_keys(
@@ -182,7 +192,14 @@ struct Common<'a> {
     store: &'a Store,
     registry: &'a Arc<Registry>,
     http_metrics: &'a HttpMetrics,
+    origins: &'a AllowedOrigins,
 }
+
+/// The API's endpoint for apps; GraphiQL (`GET /api`) is a page and stays out.
+const API_CORS_ROUTES: &[CorsRoute] = &[CorsRoute {
+    path: api::GRAPHQL_PATH,
+    methods: &[Method::POST],
+}];
 
 impl Common<'_> {
     fn router(&self, routes: Router, listener: &'static str) -> Router {
@@ -190,6 +207,11 @@ impl Common<'_> {
             .merge(health::router(self.store.clone()))
             .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
             .layer(axum::middleware::from_fn_with_state(listener, deadline))
+            // Outside the deadline, so a page can read a 503 too.
+            .layer(axum::middleware::from_fn_with_state(
+                self.cors(listener),
+                oauth::cors::apply_cors,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 (self.http_metrics.clone(), listener),
                 metrics::track,
@@ -208,6 +230,14 @@ impl Common<'_> {
                 metrics::track,
             ));
         telemetry::http_layers(router)
+    }
+
+    fn cors(&self, listener: &str) -> Cors {
+        let routes = match listener {
+            "api" => API_CORS_ROUTES,
+            _ => oauth::cors::AUTH_ROUTES,
+        };
+        Cors::new(self.origins.clone(), routes)
     }
 }
 

@@ -45,6 +45,8 @@ pub enum OAuthError {
     InvalidIssuer(&'static str),
     #[error("invalid redirect URI: {0}")]
     InvalidRedirectUri(&'static str),
+    #[error("invalid web origin: {0}")]
+    InvalidWebOrigin(&'static str),
     #[error("invalid username: {0}")]
     InvalidUsername(&'static str),
     #[error("invalid client_id: {0}")]
@@ -141,6 +143,7 @@ impl OAuthError {
             }
             OAuthError::InvalidIssuer(_)
             | OAuthError::InvalidRedirectUri(_)
+            | OAuthError::InvalidWebOrigin(_)
             | OAuthError::InvalidUsername(_)
             | OAuthError::InvalidClientId(_)
             | OAuthError::UnknownScope

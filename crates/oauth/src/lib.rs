@@ -5,6 +5,7 @@ pub mod authorize;
 mod bearer;
 mod client_id;
 mod consent;
+pub mod cors;
 mod discovery;
 mod error;
 mod events;

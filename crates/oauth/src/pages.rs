@@ -98,6 +98,7 @@ impl IntoResponse for PageError {
             ),
             OAuthError::InvalidIssuer(_)
             | OAuthError::InvalidRedirectUri(_)
+            | OAuthError::InvalidWebOrigin(_)
             | OAuthError::InvalidUsername(_)
             | OAuthError::InvalidClientId(_)
             | OAuthError::UnknownScope

@@ -56,7 +56,7 @@ impl RedirectUri {
     }
 }
 
-fn is_loopback(host: Option<Host<&str>>) -> bool {
+pub(crate) fn is_loopback(host: Option<Host<&str>>) -> bool {
     match host {
         Some(Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
         Some(Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),

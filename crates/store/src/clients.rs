@@ -1,7 +1,9 @@
-//! OAuth clients of a tenant: their type, secret hash, redirect URIs and allowed scopes.
+//! OAuth clients of a tenant: their type, secret hash, redirect URIs, allowed scopes and the
+//! web origins an operator added for the browser.
 
+use crate::db::Store;
 use crate::error::{Entity, StoreError};
-use crate::tenant::TenantStore;
+use crate::tenant::{TenantId, TenantStore};
 use crate::UnixTime;
 
 /// RFC 6749 §2.1 client types.
@@ -71,11 +73,69 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
 const CLIENT_COLUMNS: &str =
     "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at";
 
+/// What a client's registration says about the browser pages that may call the endpoints
+/// single-page apps use: its redirect URIs and the web origins an operator added.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientOrigins {
+    pub tenant_id: TenantId,
+    pub client_id: String,
+    pub redirect_uris: Vec<String>,
+    /// Origins (`scheme://host[:port]`), validated and serialized before they were stored.
+    pub web_origins: Vec<String>,
+}
+
+impl Store {
+    /// The redirect URIs and web origins of every client of every tenant, from every
+    /// database: each tenant's from the database the shard map places it in (a copy left in
+    /// another database after a move is not read). For the CORS allow-list, which must be
+    /// known before a request names its tenant.
+    pub async fn list_client_origins(&self) -> Result<Vec<ClientOrigins>, StoreError> {
+        let mut clients = Vec::new();
+        for database in self.databases() {
+            self.count_statement();
+            let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+                "SELECT tenant_id, client_id, redirect_uris, web_origins FROM clients",
+            )
+            .fetch_all(database.pool())
+            .await?;
+            for (tenant_id, client_id, redirect_uris, web_origins) in rows {
+                let tenant_id =
+                    TenantId::parse(&tenant_id).map_err(|_| StoreError::Corrupt("tenant id"))?;
+                if !self.routes_to(&tenant_id, database) {
+                    continue;
+                }
+                clients.push(ClientOrigins {
+                    tenant_id,
+                    client_id,
+                    redirect_uris: json_list(&redirect_uris, "redirect URIs")?,
+                    web_origins: json_list(&web_origins, "web origins")?,
+                });
+            }
+        }
+        Ok(clients)
+    }
+}
+
+fn json_list(text: &str, what: &'static str) -> Result<Vec<String>, StoreError> {
+    serde_json::from_str(text).map_err(|_| StoreError::Corrupt(what))
+}
+
 impl TenantStore<'_> {
     /// Registers a client. A confidential client is one with a secret hash.
     pub async fn create_client(
         &self,
         client: &NewClient<'_>,
+        now: UnixTime,
+    ) -> Result<Client, StoreError> {
+        self.create_client_with_web_origins(client, &[], now).await
+    }
+
+    /// Registers a client whose web origins (validated and serialized by the caller) are
+    /// allowed to call it from the browser besides the origins of its redirect URIs.
+    pub async fn create_client_with_web_origins(
+        &self,
+        client: &NewClient<'_>,
+        web_origins: &[String],
         now: UnixTime,
     ) -> Result<Client, StoreError> {
         let client_type = match client.secret_hash {
@@ -84,10 +144,13 @@ impl TenantStore<'_> {
         };
         let redirect_uris = serde_json::to_string(client.redirect_uris)
             .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
+        let web_origins =
+            serde_json::to_string(web_origins).map_err(|_| StoreError::Corrupt("web origins"))?;
         let scopes = client.scopes.join(" ");
         sqlx::query(
             "INSERT INTO clients (tenant_id, client_id, name, client_type, secret_hash, \
-             redirect_uris, scopes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             redirect_uris, scopes, created_at, web_origins) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(self.id_str())
         .bind(client.client_id)
@@ -97,6 +160,7 @@ impl TenantStore<'_> {
         .bind(&redirect_uris)
         .bind(&scopes)
         .bind(now)
+        .bind(&web_origins)
         .execute(self.pool())
         .await
         .map_err(|e| match StoreError::is_foreign_key_violation(&e) {
@@ -123,6 +187,22 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         row.map(client_from_row).transpose()
+    }
+
+    /// The web origins an operator added to a client; `None` for an unknown client.
+    pub async fn find_client_web_origins(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT web_origins FROM clients WHERE tenant_id = $1 AND client_id = $2",
+        )
+        .bind(self.id_str())
+        .bind(client_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|(text,)| json_list(&text, "web origins"))
+            .transpose()
     }
 
     pub async fn list_clients(&self) -> Result<Vec<Client>, StoreError> {

@@ -24,7 +24,7 @@ mod users;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use browser_sessions::BrowserSession;
-pub use clients::{Client, ClientType, NewClient};
+pub use clients::{Client, ClientOrigins, ClientType, NewClient};
 pub use code_exchange::{CodeExchange, Issuance, RedeemedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
 pub use data_versions::ApiStanding;

@@ -15,6 +15,8 @@ mod browser;
 mod browser_flow;
 mod cli;
 mod consent;
+mod cors;
+mod cors_browser;
 mod db_proxy;
 mod demo;
 mod demo_app;
