@@ -422,8 +422,8 @@ async fn a_web_origin_added_with_the_cli_is_allowed(db: TestDatabase) {
     app.stop().await;
 }
 
-/// `fieldauth demo` registers `demo-spa` with the redirect URI
-/// `http://127.0.0.1:8400/callback`, so a page served there may call the endpoints.
+/// `fieldauth demo` registers `demo-spa` with its demo app's callback (by default
+/// `http://127.0.0.1:8400/callback`), so a page served there may call the endpoints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_spa_origin_is_allowed() {
     let app = TestApp::spawn(TestDatabase::sqlite()).await;
@@ -431,9 +431,15 @@ async fn the_demo_spa_origin_is_allowed() {
     let token = format!("{}/oauth/token", app.issuer);
     let before = preflight(&app, &token, demo_spa, &Method::POST).await;
     assert_eq!(before.status(), 405);
-    fieldauth::demo::seed(&app.store, &oauth::OsRandom::new(), app.clock_now())
-        .await
-        .unwrap();
+    let callback = format!("{demo_spa}/callback");
+    fieldauth::demo::seed(
+        &app.store,
+        &oauth::OsRandom::new(),
+        app.clock_now(),
+        &callback,
+    )
+    .await
+    .unwrap();
     wait_until_allowed(&app, demo_spa).await;
     let response = preflight(&app, &token, demo_spa, &Method::POST).await;
     assert_eq!(response.status(), 204);
