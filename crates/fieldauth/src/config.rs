@@ -20,6 +20,8 @@ pub struct ServeConfig {
     pub throttle: ThrottlePolicy,
     /// Bytes of answers the API's response cache may keep; 0 turns it off.
     pub api_cache_bytes: usize,
+    /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
+    pub grant_max_age: i64,
 }
 
 impl ServeConfig {
@@ -40,6 +42,7 @@ impl ServeConfig {
             },
             api_cache_bytes: usize::try_from(args.api_cache_mib.saturating_mul(1 << 20))
                 .context("--api-cache-mib is too large for this machine")?,
+            grant_max_age: args.grant_max_days * 86_400,
         })
     }
 }
@@ -73,6 +76,7 @@ mod tests {
             signin_max_failures_per_address: 50,
             signin_lock_seconds: 300,
             api_cache_mib: 64,
+            grant_max_days: 90,
         }
     }
 
@@ -83,6 +87,7 @@ mod tests {
                 .unwrap();
         assert_eq!(config.issuer.as_str(), "https://id.example.com/");
         assert_eq!(config.api_url, "https://api.example.com");
+        assert_eq!(config.grant_max_age, 90 * 86_400);
     }
 
     #[test]

@@ -102,6 +102,7 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         key_reload_interval: Duration::from_secs(30),
         throttle: oauth::ThrottlePolicy::default(),
         api_cache_bytes: 0,
+        grant_max_age: 90 * 86_400,
     };
     let text = demo::walkthrough(&config, &second, &random).unwrap();
     assert!(text.contains(second.alice_password.expose_secret()));

@@ -83,6 +83,7 @@ impl TestApp {
             throttle,
             // On, as in production, so every API test also runs through the cache.
             api_cache_bytes: 8 << 20,
+            grant_max_age: 90 * 86_400,
         };
         let store = Store::connect(&db.url).await.unwrap();
         let server_store = match server_url == db.url {
