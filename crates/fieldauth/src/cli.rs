@@ -134,6 +134,11 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(0..=65536))]
     pub api_cache_mib: u64,
 
+    /// Days a grant lasts from its sign-in, however often it is refreshed (1 to 3650); then
+    /// refresh answers `invalid_grant` and the user signs in again.
+    #[arg(long, env = "FIELDAUTH_GRANT_MAX_DAYS", default_value_t = 90,
+          value_parser = clap::value_parser!(i64).range(1..=3650))]
+    pub grant_max_days: i64,
     /// Address of a listener serving `/metrics` (with `/healthz` and `/readyz`), kept off the
     /// public listeners, which answer `/metrics` with 404. Unset: no metrics are served.
     #[arg(long, env = "FIELDAUTH_METRICS_LISTEN")]
@@ -257,6 +262,18 @@ pub enum OrgCommand {
     },
     /// Make a user a member of an organization.
     AddMember {
+        #[arg(long)]
+        tenant: String,
+        /// The organization_guid.
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a user's membership of an organization; their grants for it end at once.
+    RemoveMember {
         #[arg(long)]
         tenant: String,
         /// The organization_guid.

@@ -25,6 +25,8 @@ pub struct ServeConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// Each listener's timeouts and connection cap.
     pub connections: ConnectionLimits,
+    /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
+    pub grant_max_age: i64,
 }
 
 impl ServeConfig {
@@ -52,6 +54,7 @@ impl ServeConfig {
                 max_connections: usize::try_from(args.max_connections)
                     .context("--max-connections is too large for this machine")?,
             },
+            grant_max_age: args.grant_max_days * 86_400,
         })
     }
 }
@@ -89,6 +92,7 @@ mod tests {
             header_read_timeout_seconds: 10,
             idle_timeout_seconds: 60,
             max_connections: 4096,
+            grant_max_days: 90,
         }
     }
 
@@ -99,6 +103,7 @@ mod tests {
                 .unwrap();
         assert_eq!(config.issuer.as_str(), "https://id.example.com/");
         assert_eq!(config.api_url, "https://api.example.com");
+        assert_eq!(config.grant_max_age, 90 * 86_400);
     }
 
     #[test]

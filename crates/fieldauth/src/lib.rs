@@ -124,6 +124,15 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             provision::add_member(&store, &tenant, &org, &username, now).await?,
             json,
         ),
+        Command::Org(OrgCommand::RemoveMember {
+            tenant,
+            org,
+            username,
+            json,
+        }) => (
+            provision::remove_member(&store, &tenant, &org, &username).await?,
+            json,
+        ),
         Command::Keys(KeysCommand::List { json }) => (keys::list(&store, now).await?, json),
         Command::Keys(KeysCommand::Rotate { json }) => (keys::rotate(&store, now).await?, json),
         Command::Keys(KeysCommand::Retire { kid, json }) => {

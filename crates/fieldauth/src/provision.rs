@@ -229,6 +229,38 @@ pub async fn add_member(
     ))
 }
 
+/// Ends a membership. The user's grants for the organization end with it: refresh and the
+/// API refuse a grant whose membership is gone.
+pub async fn remove_member(
+    store: &Store,
+    tenant: &str,
+    organization_guid: &str,
+    username: &str,
+) -> anyhow::Result<Report> {
+    let tenant_id = self::tenant(tenant)?;
+    let username = Username::parse(username)?;
+    let tenant = store.tenant(&tenant_id);
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {tenant_id}"))?;
+    let user = tenant
+        .find_user_by_username(username.as_str())
+        .await?
+        .with_context(|| format!("user \"{username}\" not found in tenant {tenant_id}"))?;
+    let removed = tenant
+        .remove_membership(&user.user_id, organization_guid)
+        .await?;
+    anyhow::ensure!(
+        removed,
+        "\"{username}\" is not a member of organization {organization_guid:?}"
+    );
+    Ok(Report::new(
+        json!({ "organization_guid": organization_guid, "sub": user.user_id }),
+        format!("removed {username} from organization {organization_guid}"),
+    ))
+}
+
 fn tenant(id: &str) -> anyhow::Result<TenantId> {
     TenantId::parse(id).with_context(|| format!("--tenant {id:?}"))
 }

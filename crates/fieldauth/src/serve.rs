@@ -82,6 +82,7 @@ pub async fn start_on(
             issuer: config.issuer.clone(),
             api_audience: config.api_url.clone(),
             throttle: config.throttle,
+            grant_max_age: config.grant_max_age,
         },
         store.clone(),
         signing_keys.clone(),

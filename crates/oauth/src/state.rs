@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use jose::Clock;
+use jose::{Clock, UnixTime};
 use secrecy::SecretString;
 use store::Store;
 use tokio::sync::Semaphore;
@@ -24,6 +24,9 @@ pub struct OAuthConfig {
     /// `{api_url}`: the `aud` of access tokens.
     pub api_audience: String,
     pub throttle: ThrottlePolicy,
+    /// Seconds a grant lasts from its code exchange, however often it is refreshed
+    /// (`--grant-max-days`); then its user signs in again.
+    pub grant_max_age: UnixTime,
 }
 
 /// What sign-in needs beyond the store.

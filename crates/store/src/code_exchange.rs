@@ -30,9 +30,13 @@ pub enum CodeExchange<'a> {
     /// Unused when read: the code as its redemption will record it (`redeemed_at` and
     /// `grant_id` set).
     Redeemed(Box<RedeemedCode<'a>>),
-    /// Used before: the grant its first use created, if any, to revoke (RFC 6749 §10.5).
+    /// Used before: the grant its first use created, if any, and what the token endpoint
+    /// needs to decide whether this presentation may revoke it (RFC 6749 §4.1.2): the
+    /// client the code was issued to, and when the code expired.
     Replayed {
         grant_id: Option<String>,
+        client_id: String,
+        expires_at: UnixTime,
     },
     Unknown,
 }
@@ -42,8 +46,9 @@ pub enum CodeExchange<'a> {
 pub enum Issuance {
     /// The grant and its first refresh token are stored; the user the tokens describe.
     Issued(Box<User>),
-    /// Nothing is issued: the grant's user no longer exists. The code is spent, or gone with
-    /// that user (or its client) since it was read.
+    /// Nothing is issued: the grant's user no longer exists, or is no longer a member of the
+    /// code's organization. The code is spent, or gone with that user (or its client) since
+    /// it was read.
     UserGone,
     /// Another presentation redeemed the code between this one's read and its issue. This
     /// one is then the replay, exactly as if it had come a moment later: the grant the
@@ -156,6 +161,8 @@ impl TenantStore<'_> {
             None => CodeExchange::Unknown,
             Some(code) if code.redeemed_at.is_some() => CodeExchange::Replayed {
                 grant_id: code.grant_id,
+                client_id: code.client_id,
+                expires_at: code.expires_at,
             },
             // The caller sees the code as its redemption will record it.
             Some(mut code) => {
@@ -204,9 +211,10 @@ impl RedeemedCode<'_> {
 
     /// Redeems the code under the grant id it was presented with, records that grant and
     /// its first refresh token, reads the grant's user, and commits, in one trip. The
-    /// redemption names the grant only if the user exists, and the grant and its refresh
-    /// token are inserted only where the redemption named it, so a lost race writes nothing
-    /// and a deleted user leaves the code spent without a grant. Two issues of one code
+    /// redemption names the grant only if the user is still a member of the code's
+    /// organization (so still exists), and the grant and its refresh token are inserted only
+    /// where the redemption named it, so a lost race writes nothing and a deleted user or
+    /// membership leaves the code spent without a grant. Two issues of one code
     /// serialize on its row (PostgreSQL) or the write lock (SQLite): the loser re-checks
     /// `redeemed_at` and matches nothing.
     pub async fn issue(
@@ -277,6 +285,13 @@ type IssuedUserRow = (
     Option<i64>,
 );
 
+/// The grant id a redemption records: this presentation's, when the code's user is still a
+/// member of the code's organization (spec §1: tokens are bound to the organization
+/// membership chosen at consent, and last no longer than it), else `NULL`. A membership's user exists (its foreign key), so the
+/// one lookup, by the membership's key, stands for both.
+const MEMBER_GRANT_ID: &str = "(SELECT $4 FROM memberships \
+     WHERE tenant_id = $2 AND user_id = $5 AND organization_guid = $7)";
+
 /// PostgreSQL's redemption and issue as one statement; its row holds the user's columns, all
 /// `NULL` when the redemption named no grant, and there is no row when the code was
 /// redeemed meanwhile.
@@ -284,7 +299,7 @@ static POSTGRES_ISSUE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH redeemed AS ( \
            UPDATE authorization_codes SET redeemed_at = $1, \
-             grant_id = (SELECT $4 FROM users WHERE tenant_id = $2 AND user_id = $5) \
+             grant_id = {MEMBER_GRANT_ID} \
            WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
            RETURNING grant_id), \
          issued AS ( \
@@ -305,13 +320,17 @@ static POSTGRES_ISSUE: LazyLock<String> = LazyLock::new(|| {
 /// columns, read under the write lock the batch holds, and the grant and its refresh token
 /// are inserted only where the redemption named this presentation's grant id.
 static SQLITE_ISSUE: LazyLock<String> = LazyLock::new(|| {
+    // Read only where the redemption named the grant, as PostgreSQL's join does: the user
+    // may exist while the membership does not.
     let user = |column: &str| {
-        format!("(SELECT u.{column} FROM users u WHERE u.tenant_id = $2 AND u.user_id = $5)")
+        format!(
+            "(SELECT u.{column} FROM users u \
+              WHERE u.tenant_id = $2 AND u.user_id = $5 AND authorization_codes.grant_id = $4)"
+        )
     };
     format!(
         "BEGIN IMMEDIATE; \
-         UPDATE authorization_codes SET redeemed_at = $1, \
-           grant_id = (SELECT $4 FROM users WHERE tenant_id = $2 AND user_id = $5) \
+         UPDATE authorization_codes SET redeemed_at = $1, grant_id = {MEMBER_GRANT_ID} \
          WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
          RETURNING {}, {}, {}, {}, {}; \
          {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10 FROM authorization_codes \

@@ -9,7 +9,8 @@ use crate::tenant::TenantStore;
 /// What an API request needs to know of its access token's grant before anything else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ApiStanding {
-    /// The grant was revoked, or never existed in this tenant.
+    /// The grant was revoked, never existed in this tenant, or its user is no longer a
+    /// member of its organization.
     Revoked,
     /// The grant stands; the version of its organization's data, when one is kept (a token
     /// whose organization is not its grant's, or an organization without a version row,
@@ -18,15 +19,21 @@ pub enum ApiStanding {
 }
 
 impl TenantStore<'_> {
-    /// Whether the grant stands, and its organization's data version, in one read.
+    /// Whether the grant stands, and its organization's data version, in one read. A grant
+    /// stands only while its user is a member of its organization (spec §1: the token is
+    /// bound to that membership), so removing the membership ends the grant's access tokens
+    /// at once, before the response cache is consulted.
     pub async fn api_standing(
         &self,
         grant_id: &str,
         organization_guid: &str,
     ) -> Result<ApiStanding, StoreError> {
-        let row: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
-            "SELECT g.revoked_at, v.version \
-             FROM grants g LEFT JOIN organization_data_versions v \
+        let row: Option<(Option<i64>, Option<i64>, Option<i64>)> = sqlx::query_as(
+            "SELECT g.revoked_at, m.created_at, v.version \
+             FROM grants g LEFT JOIN memberships m \
+               ON m.tenant_id = g.tenant_id AND m.user_id = g.user_id \
+              AND m.organization_guid = g.organization_guid \
+             LEFT JOIN organization_data_versions v \
                ON v.tenant_id = g.tenant_id AND v.organization_guid = g.organization_guid \
               AND g.organization_guid = $3 \
              WHERE g.tenant_id = $1 AND g.grant_id = $2",
@@ -37,7 +44,7 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         Ok(match row {
-            Some((None, data_version)) => ApiStanding::Live { data_version },
+            Some((None, Some(_), data_version)) => ApiStanding::Live { data_version },
             _ => ApiStanding::Revoked,
         })
     }

@@ -193,12 +193,16 @@ impl TenantStore<'_> {
     }
 
     /// Consumes a live refresh token of this client and stores its successor, atomically.
-    /// A token presented after it was consumed revokes its grant.
+    /// A token presented after it was consumed revokes its grant. The token must also be of
+    /// a grant younger than `grant_max_age` seconds whose user is still a member of its
+    /// organization; the successor expires at `next.expires_at` or at the grant's end,
+    /// whichever comes first, so rotation never extends a grant.
     pub async fn rotate_refresh_token(
         &self,
         token_hash: &[u8],
         client_id: &str,
         next: NewRefreshToken<'_>,
+        grant_max_age: UnixTime,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
         // One statement on either backend, so no transaction (on SQLite BEGIN and COMMIT
@@ -216,6 +220,7 @@ impl TenantStore<'_> {
             .bind(client_id)
             .bind(next.token_hash.to_vec())
             .bind(next.expires_at)
+            .bind(grant_max_age)
             .fetch_all(self.pool())
             .await?;
         let complete = rows.len() == rows_written;
@@ -273,35 +278,49 @@ impl TenantStore<'_> {
     }
 }
 
+/// A rotation's condition on the presented token `t`'s grant: this client's, standing,
+/// younger than its maximum age (`$7` seconds), and of a user who is still a member of its
+/// organization (a membership's user exists: its foreign key). A correlated `EXISTS` on the
+/// grant's key and the membership's, so no statement lists the tenant's grants.
+fn grant_stands(t: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM grants g JOIN memberships m \
+                   ON m.tenant_id = g.tenant_id AND m.user_id = g.user_id \
+                  AND m.organization_guid = g.organization_guid \
+                 WHERE g.tenant_id = {t}.tenant_id AND g.grant_id = {t}.grant_id \
+                   AND g.client_id = $4 AND g.revoked_at IS NULL AND g.created_at + $7 > $1)"
+    )
+}
+
 /// PostgreSQL's rotation: the consume, the successor and the read in one statement
-/// (data-modifying CTEs run exactly once and atomically). The consume requires the user as
-/// well as the live grant, so a token of a deleted user stays unspent. Concurrent rotations
+/// (data-modifying CTEs run exactly once and atomically). The consume requires the
+/// membership as well as the live grant, so a token of a deleted user or a former member
+/// stays unspent. The successor expires with the grant at the latest. Concurrent rotations
 /// of one token serialize on its row: the loser re-checks `consumed_at` and matches nothing.
 static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH consumed AS ( \
            UPDATE refresh_tokens SET consumed_at = $1 \
            WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
-             AND EXISTS (SELECT 1 FROM grants g JOIN users u \
-                           ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-                         WHERE g.tenant_id = refresh_tokens.tenant_id \
-                           AND g.grant_id = refresh_tokens.grant_id \
-                           AND g.client_id = $4 AND g.revoked_at IS NULL) \
+             AND {stands} \
            RETURNING grant_id), \
          successor AS ( \
-           {INSERT_REFRESH_TOKEN} SELECT $2, $5, grant_id, $1, $6 FROM consumed) \
+           {INSERT_REFRESH_TOKEN} SELECT $2, $5, c.grant_id, $1, LEAST($6, g.created_at + $7) \
+           FROM consumed c JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id) \
          SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
            g.auth_time, g.created_at, g.revoked_at, u.username, u.password_hash, \
            u.name, u.email, u.created_at AS user_created_at \
          FROM consumed c \
          JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
-         JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id"
+         JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
+        stands = grant_stands("refresh_tokens"),
     )
 });
 
 /// SQLite's rotation, one statement (SQLite has no data-modifying CTEs): an insert of two
 /// rows, the presented token's hash and its successor's, from a read of the presented token
-/// that requires it live, unexpired, of this client's standing grant and of an existing user.
+/// that requires it live, unexpired, of this client's standing grant and of a user who is
+/// still a member of its organization; the successor expires with the grant at the latest.
 /// The presented token's row conflicts with itself, and the upsert consumes it; the
 /// successor's is inserted. SQLite reads an insert's source in full before it writes when
 /// both are one table, so the two rows stand or fall together, and a token already consumed
@@ -324,14 +343,12 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
     };
     format!(
         "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
-         SELECT t.tenant_id, v.column1, t.grant_id, $1, $6 \
+         SELECT t.tenant_id, v.column1, t.grant_id, $1, \
+           MIN($6, (SELECT g.created_at + $7 FROM grants g \
+                    WHERE g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id)) \
          FROM refresh_tokens t, (VALUES ($3), ($5)) v \
          WHERE t.tenant_id = $2 AND t.token_hash = $3 AND t.consumed_at IS NULL \
-           AND t.expires_at > $1 \
-           AND EXISTS (SELECT 1 FROM grants g JOIN users u \
-                         ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-                       WHERE g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id \
-                         AND g.client_id = $4 AND g.revoked_at IS NULL) \
+           AND t.expires_at > $1 AND {stands} \
          ON CONFLICT (tenant_id, token_hash) DO UPDATE SET consumed_at = $1 \
            WHERE refresh_tokens.token_hash = $3 AND refresh_tokens.consumed_at IS NULL \
          RETURNING grant_id, {client_id} AS client_id, {user_id} AS user_id, \
@@ -352,5 +369,6 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         name = user("name"),
         email = user("email"),
         user_created_at = user("created_at"),
+        stands = grant_stands("t"),
     )
 });

@@ -98,6 +98,27 @@ impl TenantStore<'_> {
         Ok(())
     }
 
+    /// Ends the user's membership of the organization; false when there was none. Nothing
+    /// else is written: a grant stands only while its membership does (the refresh rotation,
+    /// the code exchange and the API's check each require it), so the user's grants for the
+    /// organization end with this delete, whichever way it is made.
+    pub async fn remove_membership(
+        &self,
+        user_id: &str,
+        organization_guid: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM memberships \
+             WHERE tenant_id = $1 AND user_id = $2 AND organization_guid = $3",
+        )
+        .bind(self.id_str())
+        .bind(user_id)
+        .bind(organization_guid)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// The organizations the user belongs to, by name: what the consent screen offers.
     pub async fn organizations_of(&self, user_id: &str) -> Result<Vec<Organization>, StoreError> {
         let rows: Vec<OrganizationRow> = sqlx::query_as(

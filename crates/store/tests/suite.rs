@@ -48,6 +48,8 @@ on_both_backends!(
     concurrent_failures_each_get_their_own_count,
     a_grant_costs_a_fixed_number_of_statements,
     userinfo_reads_the_user_of_a_live_grant_only,
+    a_grant_ends_with_its_users_membership,
+    a_grant_ends_at_its_maximum_age_however_often_it_rotates,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -59,6 +61,9 @@ fn tenant(id: &str) -> TenantId {
 }
 
 const NOW: i64 = 1_800_000_000;
+
+/// A grant's maximum age in the rotations: the default 90 days.
+const MAX_AGE: i64 = 90 * 86_400;
 
 async fn seeded(store: &Store, id: &str) -> TenantId {
     let t = tenant(id);
@@ -489,7 +494,7 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
         for n in 3..12 {
             let next = format!("r{n}").into_bytes();
             let rotation = tenant
-                .rotate_refresh_token(&presented, "web", refresh(&next), NOW + n)
+                .rotate_refresh_token(&presented, "web", refresh(&next), MAX_AGE, NOW + n)
                 .await
                 .unwrap();
             assert!(
@@ -527,6 +532,17 @@ async fn with_client_and_user(store: &Store, id: &str) -> TenantId {
     store
         .tenant(&t)
         .create_user(&user("u1", "alice"), NOW)
+        .await
+        .unwrap();
+    // The organization of the tests' codes and grants, which alice belongs to.
+    store
+        .tenant(&t)
+        .create_organization("org-a", "Alpha", NOW)
+        .await
+        .unwrap();
+    store
+        .tenant(&t)
+        .add_membership("u1", "org-a", NOW)
         .await
         .unwrap();
     t
@@ -900,7 +916,15 @@ async fn replay(tenant: &TenantStore<'_>, hash: &[u8], now: i64) -> Option<Strin
         .expect("the client exists")
         .1
     {
-        CodeExchange::Replayed { grant_id } => grant_id,
+        CodeExchange::Replayed {
+            grant_id,
+            client_id,
+            expires_at,
+        } => {
+            // What the token endpoint needs to decide whether the replay may revoke.
+            assert_eq!((client_id.as_str(), expires_at), ("web", NOW + 60));
+            grant_id
+        }
         other => panic!("{hash:?} must be a replay, got {other:?}"),
     }
 }
@@ -1054,13 +1078,13 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     // Another client cannot use it, and that attempt does not consume it.
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "spa", refresh(b"x"), NOW)
+            .rotate_refresh_token(b"r1", "spa", refresh(b"x"), MAX_AGE, NOW)
             .await
             .unwrap(),
         RefreshRotation::Refused
     );
     let RefreshRotation::Rotated(g, _) = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), NOW + 5)
+        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 5)
         .await
         .unwrap()
     else {
@@ -1071,7 +1095,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         ("g1", "openid offline_access", None)
     );
     let RefreshRotation::Rotated(_, _) = tenant
-        .rotate_refresh_token(b"r2", "web", refresh(b"r3"), NOW + 6)
+        .rotate_refresh_token(b"r2", "web", refresh(b"r3"), MAX_AGE, NOW + 6)
         .await
         .unwrap()
     else {
@@ -1080,7 +1104,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     // r1 again: reuse. The grant is revoked, so even the newest token r3 is refused.
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", refresh(b"r4"), NOW + 7)
+            .rotate_refresh_token(b"r1", "web", refresh(b"r4"), MAX_AGE, NOW + 7)
             .await
             .unwrap(),
         RefreshRotation::Reused {
@@ -1093,7 +1117,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     );
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r3", "web", refresh(b"r5"), NOW + 8)
+            .rotate_refresh_token(b"r3", "web", refresh(b"r5"), MAX_AGE, NOW + 8)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1130,7 +1154,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     assert!(matches!(issuance, Issuance::Issued(_)), "{issuance:?}");
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"old", "web", refresh(b"x2"), NOW + 10)
+            .rotate_refresh_token(b"old", "web", refresh(b"x2"), MAX_AGE, NOW + 10)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1157,7 +1181,7 @@ async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) 
             let next = [b'n', i];
             store
                 .tenant(&t)
-                .rotate_refresh_token(b"r1", "web", refresh(&next), NOW + 1)
+                .rotate_refresh_token(b"r1", "web", refresh(&next), MAX_AGE, NOW + 1)
                 .await
                 .unwrap()
         })
@@ -1247,7 +1271,7 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     // grant with its user (PostgreSQL: data-modifying CTEs; SQLite: an upsert of two rows).
     let before = store.statements_executed();
     let rotation = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), NOW + 2)
+        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 2)
         .await
         .unwrap();
     let RefreshRotation::Rotated(rotated, user) = rotation else {
@@ -1261,7 +1285,7 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     // The successor was stored and the old token spent: the next rotation uses r2.
     assert!(matches!(
         tenant
-            .rotate_refresh_token(b"r2", "web", refresh(b"r3"), NOW + 3)
+            .rotate_refresh_token(b"r2", "web", refresh(b"r3"), MAX_AGE, NOW + 3)
             .await
             .unwrap(),
         RefreshRotation::Rotated(_, _)
@@ -1323,4 +1347,132 @@ async fn sqlite_files_are_created_for_their_owner_alone() {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{file} has mode {mode:o}");
     }
+}
+
+/// Spec §1: tokens are bound to the organization membership chosen at consent. Once it is
+/// removed, the API refuses the grant, a rotation is refused without spending the token or
+/// revoking anything, and a code of that organization issues nothing.
+async fn a_grant_ends_with_its_users_membership(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    granted(&tenant, Some(b"r1")).await;
+    tenant
+        .create_authorization_code(&code(b"c2"), NOW)
+        .await
+        .unwrap();
+    assert!(matches!(
+        tenant.api_standing("g1", "org-a").await.unwrap(),
+        ApiStanding::Live { .. }
+    ));
+
+    assert!(tenant.remove_membership("u1", "org-a").await.unwrap());
+    assert!(
+        !tenant.remove_membership("u1", "org-a").await.unwrap(),
+        "already removed"
+    );
+    assert_eq!(
+        tenant.api_standing("g1", "org-a").await.unwrap(),
+        ApiStanding::Revoked
+    );
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 1)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!((token.consumed_at, token.grant.revoked_at), (None, None));
+    assert!(tenant.find_refresh_token(b"r2").await.unwrap().is_none());
+    // The code is spent and names no grant; nothing is written for it.
+    let redeemed = redeem(&tenant, b"c2", "g2", NOW + 1).await;
+    let issuance = redeemed
+        .issue(&grant("g2"), Some(refresh(b"r3")), NOW + 1)
+        .await
+        .unwrap();
+    assert_eq!(issuance, Issuance::UserGone);
+    assert_eq!(replay(&tenant, b"c2", NOW + 2).await, None);
+    assert!(tenant.find_grant("g2").await.unwrap().is_none());
+    assert!(tenant.find_refresh_token(b"r3").await.unwrap().is_none());
+
+    // A membership of another organization does not stand for this one.
+    tenant
+        .create_organization("org-b", "Bravo", NOW)
+        .await
+        .unwrap();
+    tenant.add_membership("u1", "org-b", NOW).await.unwrap();
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 3)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    assert_eq!(
+        tenant.api_standing("g1", "org-a").await.unwrap(),
+        ApiStanding::Revoked
+    );
+}
+
+/// A grant lasts its maximum age from its exchange, however often it rotates: a rotation at
+/// its end is refused (spending and revoking nothing), even with a token that would outlive
+/// it, and one just before gives a successor that expires with the grant.
+async fn a_grant_ends_at_its_maximum_age_however_often_it_rotates(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    // A first token that outlives its grant, as one issued under a longer maximum age.
+    let long = NewRefreshToken {
+        token_hash: b"r1",
+        expires_at: NOW + 2 * MAX_AGE,
+    };
+    let redeemed = redeem(&tenant, b"c1", "g1", NOW).await;
+    let issuance = redeemed.issue(&grant("g1"), Some(long), NOW).await.unwrap();
+    assert!(matches!(issuance, Issuance::Issued(_)), "{issuance:?}");
+
+    let end = NOW + MAX_AGE;
+    let next = |token_hash: &'static [u8], now: i64| NewRefreshToken {
+        token_hash,
+        expires_at: now + 30 * 86_400,
+    };
+    assert_eq!(
+        tenant
+            .rotate_refresh_token(b"r1", "web", next(b"r2", end), MAX_AGE, end)
+            .await
+            .unwrap(),
+        RefreshRotation::Refused
+    );
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!((token.consumed_at, token.grant.revoked_at), (None, None));
+
+    let rotation = tenant
+        .rotate_refresh_token(b"r1", "web", next(b"r2", end - 1), MAX_AGE, end - 1)
+        .await
+        .unwrap();
+    assert!(
+        matches!(rotation, RefreshRotation::Rotated(..)),
+        "{rotation:?}"
+    );
+    let successor = tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
+    assert_eq!(
+        successor.expires_at, end,
+        "the successor ends with its grant"
+    );
+    assert!(!successor.is_live(end));
+
+    // The maximum age is the caller's: under a longer one the same grant goes on, and a
+    // successor far from the grant's end keeps the expiry asked for.
+    let rotation = tenant
+        .rotate_refresh_token(b"r2", "web", next(b"r3", end - 1), 2 * MAX_AGE, end - 1)
+        .await
+        .unwrap();
+    assert!(
+        matches!(rotation, RefreshRotation::Rotated(..)),
+        "{rotation:?}"
+    );
+    let successor = tenant.find_refresh_token(b"r3").await.unwrap().unwrap();
+    assert_eq!(successor.expires_at, end - 1 + 30 * 86_400);
 }

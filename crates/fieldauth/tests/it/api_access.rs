@@ -20,6 +20,7 @@ on_both_backends!(
     another_tenants_ids_are_not_found,
     fifty_jobs_with_assignees_take_a_bounded_number_of_statements,
     the_demo_walkthroughs_query_runs,
+    a_removed_membership_ends_api_access_even_to_a_kept_answer,
 );
 
 /// The query `fieldauth demo` prints, on the demo's own records.
@@ -540,6 +541,49 @@ async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestD
     assert!(
         fifty <= five + 2,
         "5 jobs took {five} statements, 50 took {fifty}"
+    );
+    app.stop().await;
+}
+
+/// Spec §1: an access token is bound to the organization membership chosen at consent. Once
+/// the membership is removed, a token issued before is refused (RFC 6750 §3.1) even for a
+/// query whose answer the response cache keeps; the user's other organization still answers.
+async fn a_removed_membership_ends_api_access_even_to_a_kept_answer(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let browser = app.browser();
+    let query = "{ customers { totalCount } }";
+    let alpha = token(&app, &browser, &seeded.alpha, "customers").await;
+    let bravo = token(&app, &browser, &seeded.bravo, "customers").await;
+    let kept = ok(&app, &alpha, query, json!({})).await;
+    assert_eq!(ok(&app, &alpha, query, json!({})).await, kept, "kept");
+
+    let removed = app
+        .store
+        .tenant(&TenantId::parse("acme").unwrap())
+        .remove_membership(&seeded.alice_sub, &seeded.alpha)
+        .await
+        .unwrap();
+    assert!(removed);
+    let response = app
+        .http
+        .post(format!("{}/api", app.api_url))
+        .bearer_auth(&alpha)
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_token\""),
+        "{challenge}"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert!(body.get("data").is_none(), "{body:#}");
+    assert_eq!(
+        ok(&app, &bravo, query, json!({})).await["customers"]["totalCount"],
+        0
     );
     app.stop().await;
 }

@@ -52,6 +52,7 @@ impl Demo {
             api_cache_bytes: 8 << 20,
             metrics_listen: None,
             connections: fieldauth::connections::ConnectionLimits::default(),
+            grant_max_age: 90 * 86_400,
         };
         let listeners = DemoListeners {
             server: Listeners {

@@ -112,6 +112,7 @@ impl TestApp {
             api_cache_bytes: 8 << 20,
             metrics_listen: Some(metrics.local_addr().unwrap()),
             connections: ConnectionLimits::default(),
+            grant_max_age: 90 * 86_400,
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();

@@ -4,16 +4,18 @@
 use store::testing::TestDatabase;
 
 use crate::flow::{
-    assert_oauth_error, code_for, exchange, jwt_parts, seed, token_request, CLIENT_ID, WEB_CLIENT,
-    WEB_SECRET,
+    assert_oauth_error, code_for, exchange, jwt_parts, seed, token_request, CLIENT_ID, TENANT,
+    WEB_CLIENT, WEB_SECRET,
 };
-use crate::helpers::{on_both_backends, TestApp};
+use crate::helpers::{assert_ok, assert_refused, on_both_backends, TestApp};
 
 on_both_backends!(
     each_refresh_rotates_and_a_reused_token_revokes_the_newest_too,
     twenty_concurrent_refreshes_of_one_token_have_exactly_one_success,
     scope_may_only_narrow_and_a_refusal_does_not_spend_the_token,
     a_refresh_token_belongs_to_its_client_and_expires_after_30_days,
+    a_grant_ends_when_its_user_leaves_the_organization,
+    a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed,
 );
 
 async fn first_refresh_token(app: &TestApp) -> String {
@@ -173,5 +175,68 @@ async fn a_refresh_token_belongs_to_its_client_and_expires_after_30_days(db: Tes
     let next = kept["refresh_token"].as_str().unwrap().to_owned();
     app.clock.advance(30 * 86_400);
     assert_oauth_error(refresh(&app, &next, &[]).await, 400, "invalid_grant").await;
+    app.stop().await;
+}
+
+/// Spec §1: tokens are bound to the organization membership chosen at consent. Once the
+/// membership is removed (`fieldauth org remove-member`), the grant's refresh token is
+/// `invalid_grant`.
+async fn a_grant_ends_when_its_user_leaves_the_organization(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = seed(&app).await;
+    let token = first_refresh_token(&app).await;
+    let remove = || {
+        app.cli(&[
+            "org",
+            "remove-member",
+            "--tenant",
+            TENANT,
+            "--org",
+            &seeded.alpha,
+            "--username",
+            "alice",
+        ])
+    };
+    assert_ok(&remove());
+    assert_oauth_error(refresh(&app, &token, &[]).await, 400, "invalid_grant").await;
+    assert_refused(&remove(), "\"alice\" is not a member of organization");
+    app.stop().await;
+}
+
+/// A grant lasts `--grant-max-days` (90 by default) from its code exchange, however often
+/// it is refreshed: each refresh token expires with the grant at the latest, and a refresh
+/// at the grant's end is `invalid_grant`.
+async fn a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let start = app.clock_now();
+    let end = start + 90 * 86_400;
+    let mut token = first_refresh_token(&app).await;
+    for _ in 0..3 {
+        app.clock.advance(29 * 86_400);
+        token = refreshed(&app, &token).await["refresh_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    app.clock.set(end - 1);
+    let last = refreshed(&app, &token).await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stored = app
+        .store
+        .tenant(&store::TenantId::parse(TENANT).unwrap())
+        .find_refresh_token(&oauth::secret::hash_secret(last.split_once('.').unwrap().1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (stored.grant.created_at, stored.expires_at),
+        (start, end),
+        "the last refresh token expires with its grant"
+    );
+    app.clock.set(end);
+    assert_oauth_error(refresh(&app, &last, &[]).await, 400, "invalid_grant").await;
     app.stop().await;
 }

@@ -25,6 +25,8 @@ on_both_backends!(
     confidential_clients_authenticate_with_basic_or_body_and_every_misuse_is_invalid_client,
     every_bad_code_exchange_is_invalid_grant,
     a_replayed_code_fails_and_revokes_the_tokens_it_issued,
+    a_used_code_presented_by_another_client_revokes_nothing,
+    a_used_code_revokes_only_until_ten_minutes_after_its_expiry,
     only_authorization_code_and_refresh_token_grants_exist,
 );
 
@@ -472,6 +474,159 @@ async fn a_replayed_code_fails_and_revokes_the_tokens_it_issued(db: TestDatabase
         .await
         .unwrap();
     assert_eq!(userinfo.status(), 401);
+    // The audit names the client whose grant it was.
+    assert_eq!(
+        revocations(&app).await,
+        [(
+            Some(CLIENT_ID.to_owned()),
+            format!(
+                "grant {}: an authorization code was redeemed twice",
+                grant_of(&first)
+            )
+        )]
+    );
+    app.stop().await;
+}
+
+/// The `grant.revoked` events of tenant `acme`: (client_id, detail), oldest first.
+async fn revocations(app: &TestApp) -> Vec<(Option<String>, String)> {
+    let tenant = store::TenantId::parse(flow::TENANT).unwrap();
+    let mut events = app.store.tenant(&tenant).audit_events(100).await.unwrap();
+    events.sort_by_key(|event| event.seq);
+    events
+        .into_iter()
+        .filter(|event| event.kind == "grant.revoked")
+        .map(|event| (event.client_id, event.detail))
+        .collect()
+}
+
+/// The `grant_id` of a token response's access token.
+fn grant_of(tokens: &serde_json::Value) -> String {
+    let (_, claims) = jwt_parts(tokens["access_token"].as_str().unwrap());
+    claims["grant_id"].as_str().unwrap().to_owned()
+}
+
+/// `grant_type=refresh_token` with the response's refresh token: as `spa`, or with HTTP Basic
+/// credentials.
+async fn refreshed_by(
+    app: &TestApp,
+    tokens: &serde_json::Value,
+    basic: Option<(&str, &str)>,
+) -> reqwest::Response {
+    let mut fields = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+    ];
+    if basic.is_none() {
+        fields.push(("client_id", CLIENT_ID));
+    }
+    token_request(app, &fields, basic).await
+}
+
+/// RFC 6749 §4.1.2: a replay revokes only when the code's own client presents it. A public
+/// client of the tenant (which authenticates with its id alone) presenting the confidential
+/// client's used code gets `invalid_grant`, and the confidential client's grant stands.
+async fn a_used_code_presented_by_another_client_revokes_nothing(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let code = code_for(
+        &app,
+        &app.browser(),
+        &[
+            ("client_id", Some(WEB_CLIENT)),
+            ("scope", Some("openid offline_access jobs")),
+        ],
+    )
+    .await;
+    let mut fields = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT_URI),
+        ("code_verifier", VERIFIER),
+    ];
+    let web = token_request(&app, &fields, Some((WEB_CLIENT, WEB_SECRET))).await;
+    assert_eq!(web.status(), 200);
+    let web: serde_json::Value = web.json().await.unwrap();
+
+    fields.push(("client_id", CLIENT_ID));
+    assert_oauth_error(
+        token_request(&app, &fields, None).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+    let userinfo = app
+        .http
+        .get(format!("{}/oauth/userinfo", app.issuer))
+        .bearer_auth(web["access_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        userinfo.status(),
+        200,
+        "the grant's access token still works"
+    );
+    let rotated = refreshed_by(&app, &web, Some((WEB_CLIENT, WEB_SECRET))).await;
+    assert_eq!(
+        rotated.status(),
+        200,
+        "the grant's refresh token still works"
+    );
+    assert_eq!(revocations(&app).await, []);
+    app.stop().await;
+}
+
+/// RFC 6749 §4.1.2: a used code presented again by its own client revokes its grant until
+/// ten minutes after the code's expiry (codes live 60 s); later, it is `invalid_grant` and
+/// revokes nothing.
+async fn a_used_code_revokes_only_until_ten_minutes_after_its_expiry(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let browser = app.browser();
+    let scope = [("scope", Some("openid offline_access jobs"))];
+    let soon = code_for(&app, &browser, &scope).await;
+    let late = code_for(&app, &browser, &scope).await;
+    let soon_tokens = exchange(&app, &soon).await;
+    let late_tokens = exchange(&app, &late).await;
+    let present = |code: String| {
+        let app = &app;
+        async move {
+            let fields = [
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", REDIRECT_URI),
+                ("code_verifier", VERIFIER),
+                ("client_id", CLIENT_ID),
+            ];
+            token_request(app, &fields, None).await
+        }
+    };
+
+    // Both codes expired 60 s after they were issued; the last second of the window.
+    app.clock.advance(60 + 599);
+    assert_oauth_error(present(soon).await, 400, "invalid_grant").await;
+    assert_oauth_error(
+        refreshed_by(&app, &soon_tokens, None).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+
+    app.clock.advance(1);
+    assert_oauth_error(present(late).await, 400, "invalid_grant").await;
+    let rotated = refreshed_by(&app, &late_tokens, None).await;
+    assert_eq!(rotated.status(), 200, "the late replay revoked nothing");
+    assert_eq!(
+        revocations(&app).await,
+        [(
+            Some(CLIENT_ID.to_owned()),
+            format!(
+                "grant {}: an authorization code was redeemed twice",
+                grant_of(&soon_tokens)
+            )
+        )]
+    );
     app.stop().await;
 }
 

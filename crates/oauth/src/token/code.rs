@@ -1,5 +1,6 @@
 //! `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6): one redemption per code;
-//! a replay fails and revokes what the first redemption issued (§10.5).
+//! a replay fails and, presented by the code's own client soon enough, revokes what the first
+//! redemption issued (§4.1.2, §10.5).
 
 use axum::http::HeaderMap;
 use jose::UnixTime;
@@ -46,8 +47,18 @@ pub async fn exchange_code(
     let client = check_client(&tenant, &presented, client)?;
     let redeemed = match exchange {
         CodeExchange::Redeemed(redeemed) => *redeemed,
-        CodeExchange::Replayed { grant_id } => {
-            revoke_for_replay(state, &tenant_id, &client.client_id, grant_id, now).await?;
+        CodeExchange::Replayed {
+            grant_id,
+            client_id: code_client_id,
+            expires_at,
+        } => {
+            if let Err(refusal) =
+                replay_revokes(&code_client_id, expires_at, &client.client_id, now)
+            {
+                tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "a used authorization code was presented again: nothing is revoked");
+                return Err(refusal);
+            }
+            revoke_for_replay(state, &tenant_id, &code_client_id, grant_id, now).await?;
             return Err(OAuthError::InvalidGrant("the code was already used"));
         }
         CodeExchange::Unknown => return Err(OAuthError::InvalidGrant("the code is not valid")),
@@ -83,16 +94,22 @@ pub async fn exchange_code(
     let refresh_hash = refresh_token.as_deref().map(hash_secret);
     let first = refresh_hash.as_ref().map(|hash| NewRefreshToken {
         token_hash: hash,
-        expires_at: now + REFRESH_TOKEN_LIFETIME,
+        // The grant's refresh tokens never outlive it (`--grant-max-days`).
+        expires_at: now + REFRESH_TOKEN_LIFETIME.min(state.config.grant_max_age),
     });
     // One commit: the code is spent only together with the grant that it issues.
     let user = match redeemed.issue(&new_grant, first, now).await? {
         Issuance::Issued(user) => *user,
-        Issuance::UserGone => return Err(OAuthError::InvalidGrant("the user no longer exists")),
+        Issuance::UserGone => {
+            return Err(OAuthError::InvalidGrant(
+                "the user no longer exists or no longer belongs to the organization",
+            ))
+        }
         // Another presentation redeemed the code after this one read it: this one is the
-        // replay, as it would have been had it come a moment later.
+        // replay, as it would have been had it come a moment later. It passed the checks, so
+        // it comes from the code's client within the code's lifetime.
         Issuance::Replayed { grant_id } => {
-            revoke_for_replay(state, &tenant_id, &client.client_id, grant_id, now).await?;
+            revoke_for_replay(state, &tenant_id, &code.client_id, grant_id, now).await?;
             return Err(OAuthError::InvalidGrant("the code was already used"));
         }
     };
@@ -118,7 +135,36 @@ pub async fn exchange_code(
     issue::mint(state, issue, now).await
 }
 
+/// How long after its expiry a used code presented again still revokes what it issued.
+/// Codes live 60 s, so ten minutes covers any client's retry of a code it was once given;
+/// later, a presentation is only an old code, refused without consequence.
+const REPLAY_REVOCATION_WINDOW: UnixTime = 600;
+
+/// RFC 6749 §4.1.2: a code used twice is refused, and the server SHOULD revoke the tokens it
+/// issued. Only the code's own client, authenticated, may cause that, and only until
+/// [`REPLAY_REVOCATION_WINDOW`] after the code's expiry: any public client of the tenant
+/// authenticates with its id alone, and must not be able to end another client's grant with
+/// a code it got hold of, and a used code, which stays stored, must not keep that power for
+/// ever. Otherwise the refusal is the one an unused code would get.
+fn replay_revokes(
+    code_client_id: &str,
+    expires_at: UnixTime,
+    presenter: &str,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
+    if code_client_id != presenter {
+        return Err(OAuthError::InvalidGrant(
+            "the code was issued to another client",
+        ));
+    }
+    if now >= expires_at.saturating_add(REPLAY_REVOCATION_WINDOW) {
+        return Err(OAuthError::InvalidGrant("the code has expired"));
+    }
+    Ok(())
+}
+
 /// RFC 6749 §10.5: a replayed code revokes what its first redemption issued, if anything.
+/// The audit names the code's client, whose grant it was.
 async fn revoke_for_replay(
     state: &OAuthState,
     tenant_id: &TenantId,
@@ -207,6 +253,23 @@ pub(super) fn required<'p>(params: &'p Params, name: &'static str) -> Result<&'p
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_codes_client_revokes_and_only_within_the_window() {
+        let expired = 1_000;
+        assert!(replay_revokes("web", expired, "web", expired - 30).is_ok());
+        assert!(replay_revokes("web", expired, "web", expired + 599).is_ok());
+        assert!(matches!(
+            replay_revokes("web", expired, "web", expired + REPLAY_REVOCATION_WINDOW),
+            Err(OAuthError::InvalidGrant("the code has expired"))
+        ));
+        assert!(matches!(
+            replay_revokes("web", expired, "spa", expired - 30),
+            Err(OAuthError::InvalidGrant(
+                "the code was issued to another client"
+            ))
+        ));
+    }
 
     #[test]
     fn the_verifier_must_be_well_formed_and_match() {

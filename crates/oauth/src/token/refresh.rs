@@ -1,5 +1,8 @@
 //! `grant_type=refresh_token` (RFC 6749 §6, spec §5.7): every use consumes the token and
-//! issues the next of its grant; a consumed token presented again revokes the grant.
+//! issues the next of its grant; a consumed token presented again revokes the grant. A grant
+//! ends `--grant-max-days` after its code exchange, and as soon as its user is no longer a
+//! member of its organization: then the refresh is `invalid_grant` and the user signs in
+//! again.
 
 use axum::http::HeaderMap;
 use jose::UnixTime;
@@ -50,7 +53,13 @@ pub async fn refresh(
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     };
     let (grant, user) = match tenant
-        .rotate_refresh_token(&token_hash, &client.client_id, next, now)
+        .rotate_refresh_token(
+            &token_hash,
+            &client.client_id,
+            next,
+            state.config.grant_max_age,
+            now,
+        )
         .await?
     {
         RefreshRotation::Rotated(grant, user) => (grant, user),
@@ -66,6 +75,8 @@ pub async fn refresh(
                 "the refresh token was already used; its grant is revoked",
             ));
         }
+        // Also a grant past its maximum age or whose user left the organization (RFC 6749
+        // §5.2: the grant is expired or revoked).
         RefreshRotation::Refused => {
             return Err(OAuthError::InvalidGrant("the refresh token is not valid"))
         }
