@@ -45,7 +45,7 @@ pub async fn authenticate<'h>(
     let kid = header.kid.ok_or(ApiError::Unauthenticated(
         "the access token is invalid or expired",
     ))?;
-    let keys = state.keys.for_kid(&kid).await?;
+    let keys = state.keys.for_kid(&kid, now).await?;
     let validation = Validation {
         typ: "at+jwt",
         issuer: &state.config.issuer,

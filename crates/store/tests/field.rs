@@ -47,6 +47,7 @@ on_both_backends!(
     customer_search_is_case_insensitive_and_literal,
     customer_search_finds_names_beyond_ascii,
     a_lookup_of_several_ids_is_one_statement,
+    children_of_several_parents_are_bounded_per_parent_in_one_statement,
     every_write_raises_its_organizations_data_version_and_no_other,
 );
 
@@ -75,6 +76,9 @@ where
 }
 
 const NOW: i64 = 1_800_000_000;
+
+/// A bound on children no test reaches.
+const ALL: u32 = 1_000;
 
 /// `assert!(matches!(result, Err(pattern)))`, showing what came back instead.
 macro_rules! assert_err {
@@ -349,25 +353,37 @@ async fn sees_none_of_org_a(outsider: &OrgStore<'_>, who: &str) {
     assert!(o.invoices(&ids(&["i1"])).await.unwrap().is_empty(), "{who}");
 
     assert!(
-        o.shifts_of(&ids(&["e1"])).await.unwrap().is_empty(),
+        o.shifts_of(&ids(&["e1"]), ALL).await.unwrap().is_empty(),
         "{who}"
     );
     assert!(
-        o.contacts_of(&ids(&["c1"])).await.unwrap().is_empty(),
+        o.contacts_of(&ids(&["c1"]), ALL).await.unwrap().is_empty(),
         "{who}"
     );
     assert!(
-        o.properties_of(&ids(&["c1"])).await.unwrap().is_empty(),
+        o.properties_of(&ids(&["c1"]), ALL)
+            .await
+            .unwrap()
+            .is_empty(),
         "{who}"
     );
-    assert!(o.jobs_of(&ids(&["wo1"])).await.unwrap().is_empty(), "{who}");
     assert!(
-        o.assignments_of(&ids(&["j1"])).await.unwrap().is_empty(),
+        o.jobs_of(&ids(&["wo1"]), ALL).await.unwrap().is_empty(),
         "{who}"
     );
-    assert!(o.lines_of(&ids(&["i1"])).await.unwrap().is_empty(), "{who}");
     assert!(
-        o.payments_of(&ids(&["i1"])).await.unwrap().is_empty(),
+        o.assignments_of(&ids(&["j1"]), ALL)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{who}"
+    );
+    assert!(
+        o.lines_of(&ids(&["i1"]), ALL).await.unwrap().is_empty(),
+        "{who}"
+    );
+    assert!(
+        o.payments_of(&ids(&["i1"]), ALL).await.unwrap().is_empty(),
         "{who}"
     );
 
@@ -527,7 +543,7 @@ async fn cannot_link_to_org_a(o: &OrgStore<'_>, p: &str) {
         StoreError::NotFound(Entity::Employee)
     );
     assert!(o
-        .assignments_of(&ids(&[j.as_str()]))
+        .assignments_of(&ids(&[j.as_str()]), ALL)
         .await
         .unwrap()
         .is_empty());
@@ -595,12 +611,12 @@ async fn organizations_never_see_or_touch_each_others_records(store: Store) {
 
     // Org-a's records are exactly as they were.
     assert_eq!(a.employees(&ids(&["e1"])).await.unwrap().len(), 1);
-    assert_eq!(a.shifts_of(&ids(&["e1"])).await.unwrap().len(), 1);
+    assert_eq!(a.shifts_of(&ids(&["e1"]), ALL).await.unwrap().len(), 1);
     let c1 = a.customers(&ids(&["c1"])).await.unwrap();
     assert_eq!(c1.len(), 1);
     assert_eq!(c1[0].billing.currency, "USD");
-    assert_eq!(a.contacts_of(&ids(&["c1"])).await.unwrap().len(), 1);
-    assert_eq!(a.properties_of(&ids(&["c1"])).await.unwrap().len(), 1);
+    assert_eq!(a.contacts_of(&ids(&["c1"]), ALL).await.unwrap().len(), 1);
+    assert_eq!(a.properties_of(&ids(&["c1"]), ALL).await.unwrap().len(), 1);
     assert_eq!(
         one_work_order(&a, "wo1").await.status,
         WorkOrderStatus::Open
@@ -615,20 +631,20 @@ async fn organizations_never_see_or_touch_each_others_records(store: Store) {
     assert_eq!(j1.status, JobStatus::Scheduled);
     assert_eq!(j1.started_at, None);
     let on_j1: Vec<_> = a
-        .assignments_of(&ids(&["j1"]))
+        .assignments_of(&ids(&["j1"]), ALL)
         .await
         .unwrap()
         .into_iter()
         .map(|x| x.employee_id)
         .collect();
     assert_eq!(on_j1, ["e1"]);
-    assert_eq!(a.jobs_of(&ids(&["wo1"])).await.unwrap().len(), 1);
+    assert_eq!(a.jobs_of(&ids(&["wo1"]), ALL).await.unwrap().len(), 1);
     let i1 = one_invoice(&a, "i1").await;
     assert_eq!(
         (i1.paid_cents, i1.status),
         (100, InvoiceStatus::PartiallyPaid)
     );
-    assert_eq!(a.payments_of(&ids(&["i1"])).await.unwrap().len(), 1);
+    assert_eq!(a.payments_of(&ids(&["i1"]), ALL).await.unwrap().len(), 1);
     assert_eq!(
         a.count_invoices(&InvoiceFilter::default()).await.unwrap(),
         1
@@ -722,14 +738,14 @@ async fn shifts_of_one_employee_never_overlap(store: Store) {
     );
 
     let of_e1: Vec<_> = org
-        .shifts_of(&ids(&["e1"]))
+        .shifts_of(&ids(&["e1"]), ALL)
         .await
         .unwrap()
         .into_iter()
         .map(|s| s.shift_id)
         .collect();
     assert_eq!(of_e1, ["s0", "s1", "s2"]);
-    let all = org.shifts_of(&ids(&["e1", "e2"])).await.unwrap();
+    let all = org.shifts_of(&ids(&["e1", "e2"]), ALL).await.unwrap();
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], before);
 }
@@ -765,7 +781,7 @@ async fn concurrent_overlapping_shifts_have_one_winner(store: Store) {
     let shifts = store
         .tenant(&t)
         .organization("org-a")
-        .shifts_of(&ids(&["e1"]))
+        .shifts_of(&ids(&["e1"]), ALL)
         .await
         .unwrap();
     assert_eq!(shifts.len(), 1, "{shifts:?}");
@@ -794,7 +810,7 @@ async fn invoice_totals_due_dates_and_payments_follow_the_balance(store: Store) 
     assert_eq!((draft.issued_at, draft.due_on.as_deref()), (None, None));
     assert_eq!(draft.currency, "USD");
     let amounts: Vec<_> = org
-        .lines_of(&ids(&["i1"]))
+        .lines_of(&ids(&["i1"]), ALL)
         .await
         .unwrap()
         .into_iter()
@@ -808,7 +824,11 @@ async fn invoice_totals_due_dates_and_payments_follow_the_balance(store: Store) 
         StoreError::Refused(_)
     );
     assert_eq!(one_invoice(&org, "i1").await, draft);
-    assert!(org.payments_of(&ids(&["i1"])).await.unwrap().is_empty());
+    assert!(org
+        .payments_of(&ids(&["i1"]), ALL)
+        .await
+        .unwrap()
+        .is_empty());
 
     // 2026-11-23T23:30:00Z + 30 days of terms: due on the 23rd of December.
     let issued_at = 1_795_476_600;
@@ -852,7 +872,7 @@ async fn invoice_totals_due_dates_and_payments_follow_the_balance(store: Store) 
         StoreError::Refused(_)
     );
     assert_eq!(one_invoice(&org, "i1").await, paid);
-    assert_eq!(org.payments_of(&ids(&["i1"])).await.unwrap().len(), 1);
+    assert_eq!(org.payments_of(&ids(&["i1"]), ALL).await.unwrap().len(), 1);
     // Neither a zero nor a negative payment moves the balance.
     for amount in [0, -500] {
         let result = org
@@ -892,7 +912,7 @@ async fn invoice_totals_due_dates_and_payments_follow_the_balance(store: Store) 
         StoreError::Refused(_)
     );
     assert_eq!(one_invoice(&org, "i1").await, paid);
-    let payments = org.payments_of(&ids(&["i1"])).await.unwrap();
+    let payments = org.payments_of(&ids(&["i1"]), ALL).await.unwrap();
     let recorded: Vec<_> = payments
         .iter()
         .map(|p| (p.payment_id.as_str(), p.amount_cents, p.method))
@@ -1001,7 +1021,7 @@ async fn concurrent_payments_never_exceed_the_total(store: Store) {
     // Every refusal was for want of balance, so as many as fit were taken.
     assert_eq!(recorded, 3);
     let invoice = one_invoice(&org, "i1").await;
-    let payments = org.payments_of(&ids(&["i1"])).await.unwrap();
+    let payments = org.payments_of(&ids(&["i1"]), ALL).await.unwrap();
     assert_eq!(payments.len(), recorded);
     assert!(invoice.paid_cents <= invoice.total_cents);
     assert_eq!(
@@ -1187,7 +1207,11 @@ async fn work_orders_are_numbered_per_organization_and_final_statuses_stay(store
             .await,
         StoreError::NotFound(Entity::WorkOrder)
     );
-    assert!(a.jobs_of(&ids(&["wo1", "wo2"])).await.unwrap().is_empty());
+    assert!(a
+        .jobs_of(&ids(&["wo1", "wo2"]), ALL)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(
         job(&a, "j4", "wo3", NOW, NOW + 60).await.status,
         JobStatus::Scheduled
@@ -1267,7 +1291,7 @@ async fn jobs_move_forward_only_and_assignments_are_idempotent(store: Store) {
     let assigned = org.assign_job("j3", "e1", NOW + 1).await.unwrap();
     assert_eq!(assigned.job_id, "j3");
     org.assign_job("j3", "e1", NOW + 5).await.unwrap();
-    let on_j3 = org.assignments_of(&ids(&["j3"])).await.unwrap();
+    let on_j3 = org.assignments_of(&ids(&["j3"]), ALL).await.unwrap();
     assert_eq!(on_j3.len(), 1, "{on_j3:?}");
     assert_eq!(
         (on_j3[0].employee_id.as_str(), on_j3[0].assigned_at),
@@ -1275,7 +1299,7 @@ async fn jobs_move_forward_only_and_assignments_are_idempotent(store: Store) {
     );
     org.assign_job("j3", "e2", NOW + 2).await.unwrap();
     let on_j3: Vec<_> = org
-        .assignments_of(&ids(&["j3"]))
+        .assignments_of(&ids(&["j3"]), ALL)
         .await
         .unwrap()
         .into_iter()
@@ -1285,12 +1309,19 @@ async fn jobs_move_forward_only_and_assignments_are_idempotent(store: Store) {
     // An in-progress job still takes people; a completed one does not.
     org.start_job("j3", NOW + 7200).await.unwrap();
     org.assign_job("j3", "e1", NOW + 7201).await.unwrap();
-    assert_eq!(org.assignments_of(&ids(&["j3"])).await.unwrap().len(), 2);
+    assert_eq!(
+        org.assignments_of(&ids(&["j3"]), ALL).await.unwrap().len(),
+        2
+    );
     assert_err!(
         org.assign_job("j1", "e1", NOW).await,
         StoreError::Refused(_)
     );
-    assert!(org.assignments_of(&ids(&["j1"])).await.unwrap().is_empty());
+    assert!(org
+        .assignments_of(&ids(&["j1"]), ALL)
+        .await
+        .unwrap()
+        .is_empty());
     assert_err!(
         org.assign_job("j3", "nobody", NOW).await,
         StoreError::NotFound(Entity::Employee)
@@ -1682,8 +1713,82 @@ async fn a_lookup_of_several_ids_is_one_statement(store: Store) {
     let before = store.statements_executed();
     let found = org.employees(&ids(&["e1", "nobody", "e2"])).await.unwrap();
     assert_eq!(found.len(), 2);
-    org.shifts_of(&ids(&["e1", "e2", "e3"])).await.unwrap();
+    org.shifts_of(&ids(&["e1", "e2", "e3"]), ALL).await.unwrap();
     assert_eq!(store.statements_executed() - before, 2);
+}
+
+/// A nested list of the API reads the first children of every parent of a page at once: each
+/// parent gets at most `first` rows, its first ones in the list's order, and a parent with
+/// many children takes nothing from the others.
+async fn children_of_several_parents_are_bounded_per_parent_in_one_statement(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    for (id, name) in [("e1", "Ada"), ("e2", "Bob"), ("e3", "Cy")] {
+        employee(&org, id, name).await;
+    }
+    let h = 3600;
+    // Scheduled latest first, so the first by start are not the first written.
+    for k in (0..6).rev() {
+        let s = shift(&format!("a{k}"), "e1", NOW + k * h, NOW + (k + 1) * h);
+        org.schedule_shift(&s, NOW).await.unwrap();
+    }
+    for k in 0..2 {
+        let s = shift(&format!("b{k}"), "e2", NOW + k * h, NOW + (k + 1) * h);
+        org.schedule_shift(&s, NOW).await.unwrap();
+    }
+
+    let before = store.statements_executed();
+    let found: Vec<(String, String)> = org
+        .shifts_of(&ids(&["e3", "e2", "e1"]), 3)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.employee_id, s.shift_id))
+        .collect();
+    assert_eq!(store.statements_executed() - before, 1);
+    let expected: Vec<(String, String)> = [
+        ("e1", "a0"),
+        ("e1", "a1"),
+        ("e1", "a2"),
+        ("e2", "b0"),
+        ("e2", "b1"),
+    ]
+    .iter()
+    .map(|(e, s)| ((*e).to_owned(), (*s).to_owned()))
+    .collect();
+    assert_eq!(found, expected);
+
+    let one: Vec<String> = org
+        .shifts_of(&ids(&["e1", "e2"]), 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.shift_id)
+        .collect();
+    assert_eq!(one, ["a0", "b0"]);
+    assert!(org.shifts_of(&ids(&["e1"]), 0).await.unwrap().is_empty());
+
+    // The same bound on another kind of child: an invoice's lines, in their order.
+    let billing = BillingProfile::new("USD");
+    org.create_customer(&new_customer("c1", "Carl", &billing), NOW)
+        .await
+        .unwrap();
+    invoice(&org, "i1", "c1").await;
+    invoice(&org, "i2", "c1").await;
+    let lines: Vec<(String, String)> = org
+        .lines_of(&ids(&["i1", "i2"]), 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.invoice_id, l.description))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("i1".to_owned(), "Filter".to_owned()),
+            ("i2".to_owned(), "Filter".to_owned())
+        ]
+    );
 }
 
 async fn data_version(store: &Store, t: &TenantId, org: &str) -> i64 {

@@ -34,6 +34,23 @@ pub fn page_request(first: Option<i32>, after: Option<String>) -> Result<PageReq
     })
 }
 
+/// A nested list (an employee's shifts, a work order's jobs, an invoice's payments, …) has no
+/// pages: it answers its first items, `first` of them (default 100, at most 200), and the
+/// store reads no more than that for each parent.
+pub const NESTED_DEFAULT: i32 = 100;
+pub const NESTED_MAX: i32 = 200;
+
+/// `first` of a nested list, bounded as [`NESTED_MAX`] says.
+pub fn nested_first(first: Option<i32>) -> Result<u32> {
+    let first = first.unwrap_or(NESTED_DEFAULT);
+    if !(0..=NESTED_MAX).contains(&first) {
+        return Err(gql(ApiError::BadUserInput(format!(
+            "first: must be from 0 to {NESTED_MAX}"
+        ))));
+    }
+    Ok(first.unsigned_abs())
+}
+
 /// Cursors are opaque to clients: base64url of the sort key and the id.
 pub fn encode_cursor(cursor: &Cursor) -> String {
     let text = match &cursor.key {
@@ -135,5 +152,14 @@ mod tests {
         assert_eq!(page_request(Some(0), None).unwrap().first, 0);
         assert!(page_request(Some(101), None).is_err());
         assert!(page_request(Some(-1), None).is_err());
+    }
+
+    #[test]
+    fn nested_lists_are_bounded() {
+        assert_eq!(nested_first(None).unwrap(), 100);
+        assert_eq!(nested_first(Some(200)).unwrap(), 200);
+        assert_eq!(nested_first(Some(0)).unwrap(), 0);
+        assert!(nested_first(Some(201)).is_err());
+        assert!(nested_first(Some(-1)).is_err());
     }
 }

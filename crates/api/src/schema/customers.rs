@@ -3,12 +3,15 @@
 use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 use store::{BillingProfile as StoreBilling, CustomerFilter, NewCustomer};
 
-use super::connection::{connection, page_request, List, Total};
+use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{ContactsOf, CustomerId, PropertiesOf};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use crate::validate;
+
+/// A customer has at most this many contacts, all given when it is created.
+const MAX_CONTACTS: u32 = 20;
 
 /// A business or household the organization works for.
 pub struct Customer(pub store::Customer);
@@ -23,15 +26,27 @@ impl Customer {
         &self.0.name
     }
 
-    /// People to talk to, in the order given.
+    /// People to talk to, in the order given; at most 20.
     async fn contacts(&self, ctx: &Context<'_>) -> Result<Vec<Contact>> {
-        let contacts = children(ctx, ContactsOf(self.0.customer_id.clone())).await?;
+        let key = ContactsOf {
+            parent: self.0.customer_id.clone(),
+            first: MAX_CONTACTS,
+        };
+        let contacts = children(ctx, key).await?;
         Ok(contacts.into_iter().map(Contact::from).collect())
     }
 
-    /// Sites where work is done, in the order they were added.
-    async fn properties(&self, ctx: &Context<'_>) -> Result<Vec<Property>> {
-        let properties = children(ctx, PropertiesOf(self.0.customer_id.clone())).await?;
+    /// Sites where work is done, the first ones in the order they were added.
+    async fn properties(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Vec<Property>> {
+        let key = PropertiesOf {
+            parent: self.0.customer_id.clone(),
+            first: nested_first(first)?,
+        };
+        let properties = children(ctx, key).await?;
         Ok(properties.into_iter().map(Property).collect())
     }
 
@@ -244,10 +259,10 @@ impl CustomersMutation {
     ) -> Result<Option<Customer>> {
         let name = validate::text("name", &input.name, 200)?;
         let contacts = input.contacts.unwrap_or_default();
-        if contacts.len() > 20 {
-            return Err(gql(crate::ApiError::BadUserInput(
-                "contacts: at most 20".into(),
-            )));
+        if contacts.len() > MAX_CONTACTS as usize {
+            return Err(gql(crate::ApiError::BadUserInput(format!(
+                "contacts: at most {MAX_CONTACTS}"
+            ))));
         }
         let contacts = contacts
             .iter()

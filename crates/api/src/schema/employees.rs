@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{EmployeeFilter as StoreEmployeeFilter, NewEmployee};
 
-use super::connection::{connection, page_request, List, Total};
+use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{EmployeeId, ShiftsOf};
 use super::scalars::DateTime;
@@ -46,9 +46,17 @@ impl Employee {
         self.0.phone.as_deref()
     }
 
-    /// Scheduled shifts by start; they never overlap.
-    async fn shifts(&self, ctx: &Context<'_>) -> Result<Vec<Shift>> {
-        let shifts = children(ctx, ShiftsOf(self.0.employee_id.clone())).await?;
+    /// Scheduled shifts, the first ones by start; they never overlap.
+    async fn shifts(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Vec<Shift>> {
+        let key = ShiftsOf {
+            parent: self.0.employee_id.clone(),
+            first: nested_first(first)?,
+        };
+        let shifts = children(ctx, key).await?;
         Ok(shifts
             .into_iter()
             .map(|s| Shift {

@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{InvoiceFilter as StoreInvoiceFilter, NewInvoice, NewInvoiceLine, NewPayment};
 
-use super::connection::{connection, page_request, List, Total};
+use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::Customer;
 use super::loaders::{CustomerId, InvoiceId, LinesOf, PaymentsOf, WorkOrderId};
@@ -75,9 +75,18 @@ impl Invoice {
         )))
     }
 
-    async fn lines(&self, ctx: &Context<'_>) -> Result<Vec<InvoiceLine>> {
+    /// The lines in order, the first ones; an invoice has at most 100.
+    async fn lines(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Vec<InvoiceLine>> {
         let currency = &self.0.currency;
-        let lines = children(ctx, LinesOf(self.0.invoice_id.clone())).await?;
+        let key = LinesOf {
+            parent: self.0.invoice_id.clone(),
+            first: nested_first(first)?,
+        };
+        let lines = children(ctx, key).await?;
         Ok(lines
             .into_iter()
             .map(|l| InvoiceLine {
@@ -102,10 +111,18 @@ impl Invoice {
         }
     }
 
-    /// Payments received, oldest first.
-    async fn payments(&self, ctx: &Context<'_>) -> Result<Vec<Payment>> {
+    /// Payments received, the first ones, oldest first.
+    async fn payments(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Vec<Payment>> {
         let currency = &self.0.currency;
-        let payments = children(ctx, PaymentsOf(self.0.invoice_id.clone())).await?;
+        let key = PaymentsOf {
+            parent: self.0.invoice_id.clone(),
+            first: nested_first(first)?,
+        };
+        let payments = children(ctx, key).await?;
         Ok(payments
             .into_iter()
             .map(|p| Payment {

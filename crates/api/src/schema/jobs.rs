@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{JobFilter as StoreJobFilter, NewJob};
 
-use super::connection::{connection, page_request, List, Total};
+use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
 use super::loaders::{AssignmentsOf, EmployeeId, JobId, WorkOrderId};
@@ -59,10 +59,19 @@ impl Job {
         Ok(Some(WorkOrder(order)))
     }
 
-    /// The employees on this job, in the order they were assigned. Needs the `employees` scope.
+    /// The employees on this job, the first ones in the order they were assigned. Needs the
+    /// `employees` scope.
     #[graphql(guard = "Needs(Scope::Employees)")]
-    async fn assignments(&self, ctx: &Context<'_>) -> Result<Option<Vec<Assignment>>> {
-        let assignments = children(ctx, AssignmentsOf(self.0.job_id.clone())).await?;
+    async fn assignments(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Option<Vec<Assignment>>> {
+        let key = AssignmentsOf {
+            parent: self.0.job_id.clone(),
+            first: nested_first(first)?,
+        };
+        let assignments = children(ctx, key).await?;
         Ok(Some(assignments.into_iter().map(Assignment).collect()))
     }
 

@@ -2,7 +2,7 @@
 //! each assignment's employee) is loaded for all rows with one statement, not one per row.
 //! One loader per request, bound to the token's tenant and organization.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,32 +69,45 @@ macro_rules! by_id {
     };
 }
 
-/// The children of a parent: `$key(parent id)` loads a `Vec<$value>` grouped by `$parent`,
-/// in the order the store returns them.
+/// The first children of parents: `$key { parent, first }` loads at most `first` `$value`s
+/// of that parent with `$method`, grouped by `$parent`, in the order the store returns them.
+/// The store bounds each parent's rows in the same statement; keys of one batch asking for
+/// different bounds (a field asked twice with two `first`s) are read once per bound.
 macro_rules! children {
     ($key:ident, $value:ty, $method:ident, $parent:ident) => {
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-        pub struct $key(pub String);
+        pub struct $key {
+            pub parent: String,
+            pub first: u32,
+        }
 
         impl Loader<$key> for FieldLoader {
             type Value = Vec<$value>;
             type Error = LoadError;
 
             async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
-                let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
-                let rows = self
-                    .store
-                    .tenant(&self.tenant)
-                    .organization(&self.organization_guid)
-                    .$method(&ids)
-                    .await?;
                 let mut grouped: HashMap<$key, Vec<$value>> =
                     keys.iter().map(|k| (k.clone(), Vec::new())).collect();
-                for row in rows {
-                    grouped
-                        .entry($key(row.$parent.clone()))
-                        .or_default()
-                        .push(row);
+                let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();
+                for first in bounds {
+                    let ids: Vec<String> = keys
+                        .iter()
+                        .filter(|k| k.first == first)
+                        .map(|k| k.parent.clone())
+                        .collect();
+                    let rows = self
+                        .store
+                        .tenant(&self.tenant)
+                        .organization(&self.organization_guid)
+                        .$method(&ids, first)
+                        .await?;
+                    for row in rows {
+                        let key = $key {
+                            parent: row.$parent.clone(),
+                            first,
+                        };
+                        grouped.entry(key).or_default().push(row);
+                    }
                 }
                 Ok(grouped)
             }

@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{NewWorkOrder, WorkOrderFilter as StoreWorkOrderFilter};
 
-use super::connection::{connection, page_request, List, Total};
+use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::{Customer, Property};
 use super::jobs::Job;
@@ -73,10 +73,18 @@ impl WorkOrder {
         })
     }
 
-    /// The jobs that carry it out, by scheduled start. Needs the `jobs` scope.
+    /// The jobs that carry it out, the first ones by scheduled start. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
-    async fn jobs(&self, ctx: &Context<'_>) -> Result<Option<Vec<Job>>> {
-        let jobs = children(ctx, JobsOf(self.0.work_order_id.clone())).await?;
+    async fn jobs(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
+    ) -> Result<Option<Vec<Job>>> {
+        let key = JobsOf {
+            parent: self.0.work_order_id.clone(),
+            first: nested_first(first)?,
+        };
+        let jobs = children(ctx, key).await?;
         Ok(Some(jobs.into_iter().map(Job).collect()))
     }
 

@@ -14,6 +14,7 @@ on_both_backends!(
     jobs_from_scheduled_to_completed,
     invoices_totals_issue_and_payments,
     lists_are_relay_connections_of_at_most_100,
+    nested_lists_answer_their_first_items_at_most_200,
 );
 
 pub const CREATE_CUSTOMER: &str = "mutation($input: CreateCustomerInput!) {
@@ -758,6 +759,154 @@ async fn lists_are_relay_connections_of_at_most_100(db: TestDatabase) {
     )
     .await;
     one_error(&body, "BAD_USER_INPUT");
+    app.stop().await;
+}
+
+/// A nested list answers its first items: 100 when `first` is not given, `first` when it is,
+/// and a `first` above 200 is BAD_USER_INPUT while the rest of the query answers.
+async fn nested_lists_answer_their_first_items_at_most_200(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let b = basics(&app, &token).await;
+    // Written straight to the store: the requests under test are the reads.
+    let tenant = store::TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
+    let now = app.clock_now();
+    for i in 0..201i64 {
+        let shift = store::Shift {
+            shift_id: format!("shift_{i:03}"),
+            employee_id: b.employee.clone(),
+            starts_at: now + i * 3_600,
+            ends_at: now + i * 3_600 + 1_800,
+            note: None,
+        };
+        org.schedule_shift(&shift, now).await.unwrap();
+    }
+    let second = ok(
+        &app,
+        &token,
+        CREATE_EMPLOYEE,
+        json!({ "input": { "name": "Sam Ortiz", "role": "TECHNICIAN" } }),
+    )
+    .await["createEmployee"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..2i64 {
+        let (id, title) = (format!("job_{i}"), format!("Visit {i}"));
+        let new = store::NewJob {
+            job_id: &id,
+            work_order_id: &b.work_order,
+            title: &title,
+            scheduled_start: now + i * 3_600,
+            scheduled_end: now + i * 3_600 + 1_800,
+        };
+        org.create_job(&new, now).await.unwrap();
+    }
+    org.assign_job("job_0", &b.employee, now).await.unwrap();
+    org.assign_job("job_0", &second, now + 1).await.unwrap();
+    for label in ["Shop", "Warehouse"] {
+        ok(
+            &app,
+            &token,
+            "mutation($input: AddPropertyInput!) { addProperty(input: $input) { id } }",
+            json!({ "input": { "customerId": b.customer, "label": label, "address": {
+                "street": "1 Main St", "city": "Portland", "postalCode": "97201", "country": "US" } } }),
+        )
+        .await;
+        // Properties are listed as added: a second apart, so the order is not left to ids.
+        app.clock.advance(1);
+    }
+    let invoice = ok(
+        &app,
+        &token,
+        CREATE_INVOICE,
+        json!({ "input": { "customerId": b.customer, "lines": [
+            { "description": "Labor", "quantity": 1, "unitPriceCents": 5000 },
+            { "description": "Parts", "quantity": 1, "unitPriceCents": 1000 } ] } }),
+    )
+    .await["createInvoice"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(
+        &app,
+        &token,
+        "mutation($input: IssueInvoiceInput!) { issueInvoice(input: $input) { status } }",
+        json!({ "input": { "id": invoice } }),
+    )
+    .await;
+    for cents in [100, 200] {
+        ok(
+            &app,
+            &token,
+            "mutation($input: RecordPaymentInput!) { recordPayment(input: $input) { status } }",
+            json!({ "input": { "invoiceId": invoice, "method": "CASH",
+                    "amount": { "amountCents": cents, "currency": "USD" } } }),
+        )
+        .await;
+        app.clock.advance(60);
+    }
+
+    let read = ok(
+        &app,
+        &token,
+        "query($e: ID!, $w: ID!, $c: ID!, $i: ID!) {
+           unbounded: employee(id: $e) { shifts { id } }
+           three: employee(id: $e) { shifts(first: 3) { id } }
+           most: employee(id: $e) { shifts(first: 200) { id } }
+           none: employee(id: $e) { shifts(first: 0) { id } }
+           workOrder(id: $w) { jobs(first: 1) { title assignments(first: 1) { employee { name } } } }
+           customer(id: $c) { properties(first: 1) { label } }
+           invoice(id: $i) { lines(first: 1) { description } payments(first: 1) { amount { amountCents } } } }",
+        json!({ "e": b.employee, "w": b.work_order, "c": b.customer, "i": invoice }),
+    )
+    .await;
+    let shift_ids = |alias: &str| -> Vec<String> {
+        read[alias]["shifts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let expected = |n: usize| -> Vec<String> { (0..n).map(|i| format!("shift_{i:03}")).collect() };
+    assert_eq!(shift_ids("unbounded"), expected(100));
+    assert_eq!(shift_ids("three"), expected(3));
+    assert_eq!(shift_ids("most"), expected(200));
+    assert_eq!(shift_ids("none"), expected(0));
+    assert_eq!(
+        read["workOrder"],
+        json!({ "jobs": [{ "title": "Visit 0", "assignments": [{ "employee": { "name": "Maria Lopez" } }] }] })
+    );
+    assert_eq!(
+        read["customer"],
+        json!({ "properties": [{ "label": "Shop" }] })
+    );
+    assert_eq!(
+        read["invoice"],
+        json!({ "lines": [{ "description": "Labor" }], "payments": [{ "amount": { "amountCents": 100 } }] })
+    );
+
+    for first in [201, -1] {
+        let body = gql(
+            &app,
+            &token,
+            "query($e: ID!, $n: Int) { viewer { subject } employee(id: $e) { shifts(first: $n) { id } } }",
+            json!({ "e": b.employee, "n": first }),
+        )
+        .await;
+        assert_eq!(
+            one_error(&body, "BAD_USER_INPUT"),
+            "first: must be from 0 to 200"
+        );
+        assert_eq!(body["data"]["employee"], Value::Null);
+        assert!(
+            body["data"]["viewer"]["subject"].is_string(),
+            "the rest still answers"
+        );
+    }
     app.stop().await;
 }
 

@@ -294,17 +294,21 @@ impl OrgStore<'_> {
         updated.ok_or(StoreError::NotFound(Entity::Customer))
     }
 
-    pub async fn contacts_of(&self, customer_ids: &[String]) -> Result<Vec<Contact>, StoreError> {
-        let mut contacts: Vec<Contact> = self
-            .children(
-                "customer_contacts",
-                CONTACT_COLUMNS,
-                "customer_id",
-                customer_ids,
-            )
-            .await?;
-        contacts.sort_by_key(|c| c.position);
-        Ok(contacts)
+    /// The first `first` contacts of each of these customers, each customer's in order.
+    pub async fn contacts_of(
+        &self,
+        customer_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<Contact>, StoreError> {
+        self.children(
+            "customer_contacts",
+            CONTACT_COLUMNS,
+            "customer_id",
+            "position",
+            customer_ids,
+            first,
+        )
+        .await
     }
 
     /// Adds a property to a customer of this organization.
@@ -342,17 +346,23 @@ impl OrgStore<'_> {
         Ok(rows.into_iter().map(Property::from).collect())
     }
 
-    /// The properties of these customers, each customer's in the order they were added.
+    /// The first `first` properties of each of these customers, each customer's in the order
+    /// they were added.
     pub async fn properties_of(
         &self,
         customer_ids: &[String],
+        first: u32,
     ) -> Result<Vec<Property>, StoreError> {
         let rows: Vec<PropertyRow> = self
-            .children("properties", PROPERTY_COLUMNS, "customer_id", customer_ids)
+            .children(
+                "properties",
+                PROPERTY_COLUMNS,
+                "customer_id",
+                "created_at, property_id",
+                customer_ids,
+                first,
+            )
             .await?;
-        let mut properties: Vec<Property> = rows.into_iter().map(Property::from).collect();
-        properties
-            .sort_by(|a, b| (a.created_at, &a.property_id).cmp(&(b.created_at, &b.property_id)));
-        Ok(properties)
+        Ok(rows.into_iter().map(Property::from).collect())
     }
 }

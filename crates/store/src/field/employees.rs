@@ -159,12 +159,20 @@ impl OrgStore<'_> {
         Ok(shift.clone())
     }
 
-    /// The shifts of these employees, each employee's in order of start.
-    pub async fn shifts_of(&self, employee_ids: &[String]) -> Result<Vec<Shift>, StoreError> {
-        let mut shifts: Vec<Shift> = self
-            .children("shifts", SHIFT_COLUMNS, "employee_id", employee_ids)
-            .await?;
-        shifts.sort_by(|a, b| (a.starts_at, &a.shift_id).cmp(&(b.starts_at, &b.shift_id)));
-        Ok(shifts)
+    /// The first `first` shifts of each of these employees, each employee's in order of start.
+    pub async fn shifts_of(
+        &self,
+        employee_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<Shift>, StoreError> {
+        self.children(
+            "shifts",
+            SHIFT_COLUMNS,
+            "employee_id",
+            "starts_at, shift_id",
+            employee_ids,
+            first,
+        )
+        .await
     }
 }

@@ -238,28 +238,39 @@ impl OrgStore<'_> {
         sql
     }
 
-    /// The lines of these invoices, each invoice's in order.
-    pub async fn lines_of(&self, invoice_ids: &[String]) -> Result<Vec<InvoiceLine>, StoreError> {
-        let mut lines: Vec<InvoiceLine> = self
-            .children(
-                "invoice_lines",
-                "invoice_id, position, description, quantity, unit_price_cents, amount_cents",
-                "invoice_id",
-                invoice_ids,
-            )
-            .await?;
-        lines.sort_by_key(|l| l.position);
-        Ok(lines)
+    /// The first `first` lines of each of these invoices, each invoice's in order.
+    pub async fn lines_of(
+        &self,
+        invoice_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<InvoiceLine>, StoreError> {
+        self.children(
+            "invoice_lines",
+            "invoice_id, position, description, quantity, unit_price_cents, amount_cents",
+            "invoice_id",
+            "position",
+            invoice_ids,
+            first,
+        )
+        .await
     }
 
-    /// The payments of these invoices, each invoice's by the time received.
-    pub async fn payments_of(&self, invoice_ids: &[String]) -> Result<Vec<Payment>, StoreError> {
-        let mut payments: Vec<Payment> = self
-            .children("payments", PAYMENT_COLUMNS, "invoice_id", invoice_ids)
-            .await?;
-        payments
-            .sort_by(|a, b| (a.received_at, &a.payment_id).cmp(&(b.received_at, &b.payment_id)));
-        Ok(payments)
+    /// The first `first` payments of each of these invoices, each invoice's by the time
+    /// received.
+    pub async fn payments_of(
+        &self,
+        invoice_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<Payment>, StoreError> {
+        self.children(
+            "payments",
+            PAYMENT_COLUMNS,
+            "invoice_id",
+            "received_at, payment_id",
+            invoice_ids,
+            first,
+        )
+        .await
     }
 
     /// DRAFT → ISSUED. The due date is `due_on` or, without it, the issue date plus the

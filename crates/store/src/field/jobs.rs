@@ -104,13 +104,21 @@ impl OrgStore<'_> {
         self.by_ids("jobs", JOB_COLUMNS, "job_id", ids).await
     }
 
-    /// The jobs of these work orders, each order's by scheduled start.
-    pub async fn jobs_of(&self, work_order_ids: &[String]) -> Result<Vec<Job>, StoreError> {
-        let mut jobs: Vec<Job> = self
-            .children("jobs", JOB_COLUMNS, "work_order_id", work_order_ids)
-            .await?;
-        jobs.sort_by(|a, b| (a.scheduled_start, &a.job_id).cmp(&(b.scheduled_start, &b.job_id)));
-        Ok(jobs)
+    /// The first `first` jobs of each of these work orders, each order's by scheduled start.
+    pub async fn jobs_of(
+        &self,
+        work_order_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        self.children(
+            "jobs",
+            JOB_COLUMNS,
+            "work_order_id",
+            "scheduled_start, job_id",
+            work_order_ids,
+            first,
+        )
+        .await
     }
 
     pub async fn list_jobs(
@@ -192,19 +200,22 @@ impl OrgStore<'_> {
         Ok(job)
     }
 
-    /// The assignments of these jobs, each job's in the order they were made.
-    pub async fn assignments_of(&self, job_ids: &[String]) -> Result<Vec<Assignment>, StoreError> {
-        let mut assignments: Vec<Assignment> = self
-            .children(
-                "job_assignments",
-                "job_id, employee_id, assigned_at",
-                "job_id",
-                job_ids,
-            )
-            .await?;
-        assignments
-            .sort_by(|a, b| (a.assigned_at, &a.employee_id).cmp(&(b.assigned_at, &b.employee_id)));
-        Ok(assignments)
+    /// The first `first` assignments of each of these jobs, each job's in the order they were
+    /// made.
+    pub async fn assignments_of(
+        &self,
+        job_ids: &[String],
+        first: u32,
+    ) -> Result<Vec<Assignment>, StoreError> {
+        self.children(
+            "job_assignments",
+            "job_id, employee_id, assigned_at",
+            "job_id",
+            "assigned_at, employee_id",
+            job_ids,
+            first,
+        )
+        .await
     }
 
     /// SCHEDULED → IN_PROGRESS.

@@ -102,18 +102,39 @@ impl<'a> OrgStore<'a> {
         Ok(found)
     }
 
-    /// The same as [`OrgStore::by_ids`], named for child rows looked up by their parent.
+    /// At most `first` rows of `table` for each parent in `parent_ids`, each parent's first in
+    /// `order`, in batches of parents. `ROW_NUMBER()` numbers each parent's rows (both dialects
+    /// have window functions), so a parent with thousands of children sends `first` of them,
+    /// and the rows come back grouped by parent, each group in its order.
     pub(crate) async fn children<T>(
         &self,
         table: &str,
         columns: &str,
         parent_column: &str,
+        order: &str,
         parent_ids: &[String],
+        first: u32,
     ) -> Result<Vec<T>, StoreError>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
     {
-        self.by_ids(table, columns, parent_column, parent_ids).await
+        let mut found = Vec::new();
+        if first == 0 {
+            return Ok(found);
+        }
+        for chunk in parent_ids.chunks(IN_LIST_CHUNK) {
+            let mut sql = self.scoped(&format!(
+                "SELECT {columns} FROM (SELECT {columns}, ROW_NUMBER() OVER \
+                 (PARTITION BY {parent_column} ORDER BY {order}) AS nth FROM {table}"
+            ));
+            sql.push(&format!(" AND {parent_column} IN "))
+                .bind_list(chunk)
+                .push(") numbered WHERE nth <= ")
+                .bind(i64::from(first))
+                .push(&format!(" ORDER BY {parent_column}, {order}"));
+            found.extend(sql.query_as::<T>().fetch_all(self.tenant.pool()).await?);
+        }
+        Ok(found)
     }
 }
 
