@@ -231,7 +231,12 @@ async fn parallel_guesses_with_many_usernames_check_no_more_passwords_than_the_a
     let names: Vec<String> = (0..8).map(|i| format!("guess-{i}")).collect();
     let guesses: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "wrong")).collect();
     let results = at_once(&app, &guesses).await;
-    assert_eq!(tally(&results), (3, 5, 0), "{results:?}");
+    assert_eq!(
+        tally(&results),
+        (3, 5, 0),
+        "{:#?}",
+        results.iter().map(outcome).collect::<Vec<_>>()
+    );
     // The three failures locked the address: even the right password is refused unchecked.
     let (status, html) = attempt(&app, &app.browser(), "alice", PASSWORD).await;
     assert_eq!(status, 429);
@@ -245,7 +250,12 @@ async fn several_sign_ins_of_one_user_at_once_all_reach_consent(db: TestDatabase
     let app = TestApp::spawn(db).await;
     seed(&app).await;
     let results = at_once(&app, &[("alice", PASSWORD); 4]).await;
-    assert_eq!(tally(&results), (0, 0, 4), "{results:?}");
+    assert_eq!(
+        tally(&results),
+        (0, 0, 4),
+        "{:#?}",
+        results.iter().map(outcome).collect::<Vec<_>>()
+    );
     // Nothing is left counted: right after, a typo gets the usual answer, not a wait.
     let (status, html) = attempt(&app, &app.browser(), "alice", "typo").await;
     assert_eq!(status, 200);
