@@ -128,6 +128,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(i64).range(1..=86400))]
     pub signin_lock_seconds: i64,
 
+    /// Authorization requests one client address (an IPv6 address by its /64) may start
+    /// without a session, per tenant, in 10 minutes: each is stored until it expires. Past
+    /// it the request is answered `temporarily_unavailable`.
+    #[arg(long, env = "FIELDAUTH_AUTHORIZE_MAX_REQUESTS_PER_ADDRESS", default_value_t = 600,
+          value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+    pub authorize_max_requests_per_address: i64,
+
     /// MiB of API answers kept per node for repeated queries, reused while the
     /// organization's data is unchanged (0 turns the cache off).
     #[arg(long, env = "FIELDAUTH_API_CACHE_MIB", default_value_t = 64,

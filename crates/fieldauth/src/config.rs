@@ -44,6 +44,7 @@ impl ServeConfig {
                 max_account_failures: args.signin_max_failures,
                 max_address_failures: args.signin_max_failures_per_address,
                 lock_seconds: args.signin_lock_seconds,
+                max_authorize_requests_per_address: args.authorize_max_requests_per_address,
             },
             api_cache_bytes: usize::try_from(args.api_cache_mib.saturating_mul(1 << 20))
                 .context("--api-cache-mib is too large for this machine")?,
@@ -87,6 +88,7 @@ mod tests {
             signin_max_failures: 5,
             signin_max_failures_per_address: 50,
             signin_lock_seconds: 300,
+            authorize_max_requests_per_address: 600,
             api_cache_mib: 64,
             metrics_listen: None,
             header_read_timeout_seconds: 10,

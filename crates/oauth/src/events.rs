@@ -136,6 +136,9 @@ pub(crate) enum Event<'a> {
         username: &'a str,
         client_id: &'a str,
         address: &'a str,
+        /// Written to the audit trail: the first refusal since the last failure. Later
+        /// ones are only counted, so a locked caller cannot make the server write rows.
+        audited: bool,
     },
     ConsentGiven {
         user_id: &'a str,
@@ -159,6 +162,7 @@ impl OAuthState {
     /// has done its work already, so a failed write is logged, not returned.
     pub(crate) async fn record(&self, tenant: &TenantId, event: Event<'_>, now: UnixTime) {
         let metrics = self.metrics();
+        let audited = !matches!(event, Event::SignInRefused { audited: false, .. });
         let mut detail = String::new();
         let row = match event {
             Event::SignedIn {
@@ -200,6 +204,7 @@ impl OAuthState {
                 username,
                 client_id,
                 address,
+                audited: _,
             } => {
                 metrics.signins.get_or_create(&signin("refused")).inc();
                 detail.push_str("locked: the password was not checked");
@@ -238,6 +243,9 @@ impl OAuthState {
                 audit("grant.revoked", now, None, client_id, None)
             }
         };
+        if !audited {
+            return;
+        }
         let row = NewAuditEvent {
             detail: &detail,
             ..row

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::{FailureCount, FailureSubject, TenantStore};
+use store::{FailureSubject, TenantStore};
 
 use crate::authorize::pending::{load_pending, Pending};
 use crate::consent;
@@ -22,8 +22,11 @@ use crate::password;
 use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
-use crate::throttle::{ThrottlePolicy, Verdict};
+use crate::throttle::{self, Verdict};
 use crate::username::Username;
+use attempt::Attempt;
+
+mod attempt;
 
 /// The client's IP address, from the connection (a proxy in front must be trusted
 /// separately; behind one, every client shares the proxy's address bucket).
@@ -82,69 +85,55 @@ pub async fn sign_in(
     let (Ok(username), Some(password)) = (Username::parse(typed_username), password) else {
         return Ok(refuse(StatusCode::OK, "Enter your username and password."));
     };
-    let address = address.to_string();
+    let shown_address = address.to_string();
+    let address_key = throttle::address_key(address);
+    let address = shown_address.as_str();
     let account = FailureSubject::Account(username.as_str());
-    let from_address = FailureSubject::Address(&address);
+    let from_address = FailureSubject::Address(&address_key);
     let policy = state.signin.throttle;
-    let previous = tenant.signin_failures(account).await?;
-    let verdict = policy
-        .account_verdict(previous, now)
-        .and(policy.address_verdict(tenant.signin_failures(from_address).await?, now));
-    let refused = Event::SignInRefused {
-        username: username.as_str(),
-        client_id: &pending.client.client_id,
-        address: &address,
+    let attempt = match Attempt::reserve(&tenant, policy, account, from_address, now).await? {
+        Ok(attempt) => attempt,
+        Err(refused) => {
+            tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
+            let event = Event::SignInRefused {
+                username: username.as_str(),
+                client_id: &pending.client.client_id,
+                address,
+                audited: refused.first,
+            };
+            state.record(&pending.tenant, event, now).await;
+            return Ok(refuse(StatusCode::TOO_MANY_REQUESTS, &refused.message));
+        }
     };
-    if let Some(message) = throttle_message(verdict) {
-        tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
-        state.record(&pending.tenant, refused, now).await;
-        return Ok(refuse(StatusCode::TOO_MANY_REQUESTS, &message));
-    }
-    // The attempt is counted as a failure before the password is checked (and forgiven on
-    // success), so parallel guesses each take a place in the count: no more than the limit
-    // of them reach Argon2 before the account locks.
-    let attempt = tenant
-        .record_signin_failure(account, now, now - policy.window())
-        .await?;
-    if attempt.failures > policy.attempts_allowed_after(previous, now) {
-        tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
-        state.record(&pending.tenant, refused, now).await;
-        let locked = Verdict::Locked(policy.lock_seconds);
-        return Ok(refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            &throttle_message(locked).unwrap_or_default(),
-        ));
-    }
 
-    let user = tenant.find_user_by_username(username.as_str()).await?;
-    // An unknown user is checked against a dummy hash, so both failures cost the same time.
-    let hash = user.as_ref().map_or_else(
-        || state.signin.dummy_hash.to_string(),
-        |u| u.password_hash.clone(),
-    );
-    let matches = verify_bounded(state, password, hash).await?;
-    let Some(user) = user.filter(|_| matches) else {
-        let (response, locked) = failed(
-            &tenant,
-            policy,
-            pending,
-            typed_username,
-            attempt,
-            from_address,
-            now,
-        )
-        .await?;
+    let user = match check_password(state, &tenant, &username, password).await {
+        Ok(user) => user,
+        Err(error) => {
+            attempt.abandon().await;
+            return Err(error);
+        }
+    };
+    let Some(user) = user else {
+        let locked = attempt.failed().await?;
+        tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
+        let message = match locked {
+            Verdict::Locked(_) => format!(
+                "Incorrect username or password. {}",
+                throttle_message(locked).unwrap_or_default()
+            ),
+            _ => "Incorrect username or password.".to_owned(),
+        };
         let event = Event::SignInFailed {
             username: username.as_str(),
             client_id: &pending.client.client_id,
-            address: &address,
-            locked,
+            address,
+            locked: matches!(locked, Verdict::Locked(_)),
         };
         state.record(&pending.tenant, event, now).await;
-        return Ok(response);
+        return Ok(refuse(StatusCode::OK, &message));
     };
+    attempt.succeeded().await?;
 
-    tenant.clear_signin_failures(account).await?;
     let session_value = state.random.token()?;
     let session_hash = hash_secret(&session_value);
     tenant
@@ -178,7 +167,7 @@ pub async fn sign_in(
     let event = Event::SignedIn {
         user_id: &user.user_id,
         client_id: &pending.client.client_id,
-        address: &address,
+        address,
     };
     state.record(&pending.tenant, event, now).await;
 
@@ -202,31 +191,21 @@ pub async fn sign_in(
     Ok(response)
 }
 
-async fn failed(
+/// The user whose password this is; `None` for a wrong password or an unknown user.
+async fn check_password(
+    state: &OAuthState,
     tenant: &TenantStore<'_>,
-    policy: ThrottlePolicy,
-    pending: &Pending,
-    typed_username: &str,
-    by_account: FailureCount,
-    from_address: FailureSubject<'_>,
-    now: UnixTime,
-) -> Result<(Response, bool), OAuthError> {
-    let by_address = tenant
-        .record_signin_failure(from_address, now, now - policy.window())
-        .await?;
-    tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
-    let locked = policy
-        .account_verdict(Some(by_account), now)
-        .and(policy.address_verdict(Some(by_address), now));
-    let message = match locked {
-        Verdict::Locked(_) => format!(
-            "Incorrect username or password. {}",
-            throttle_message(locked).unwrap_or_default()
-        ),
-        _ => "Incorrect username or password.".to_owned(),
-    };
-    let page = retry_page(pending, typed_username, StatusCode::OK, &message);
-    Ok((page, matches!(locked, Verdict::Locked(_))))
+    username: &Username,
+    password: SecretString,
+) -> Result<Option<store::User>, OAuthError> {
+    let user = tenant.find_user_by_username(username.as_str()).await?;
+    // An unknown user is checked against a dummy hash, so both failures cost the same time.
+    let hash = user.as_ref().map_or_else(
+        || state.signin.dummy_hash.to_string(),
+        |u| u.password_hash.clone(),
+    );
+    let matches = verify_bounded(state, password, hash).await?;
+    Ok(user.filter(|_| matches))
 }
 
 fn throttle_message(verdict: Verdict) -> Option<String> {

@@ -1,6 +1,10 @@
 //! Sign-in throttling: after each failure the next attempt must wait a little longer, and
-//! past a limit the account (or the client address) is locked for a while. Counts live in
-//! the store, so every node sees them.
+//! past a limit the account (or the client address) is locked for a while. Each attempt
+//! reserves its place in the counts before its password is checked, so parallel guesses
+//! cannot outrun the limit. Counts live in the store, so every node sees them. Also the
+//! quota of authorization requests an address may start without a session.
+
+use std::net::IpAddr;
 
 use jose::UnixTime;
 use store::FailureCount;
@@ -14,6 +18,9 @@ pub struct ThrottlePolicy {
     pub max_address_failures: i64,
     /// How long a lock lasts.
     pub lock_seconds: i64,
+    /// Authorization requests one client address may start without a session, per tenant,
+    /// in [`REQUEST_QUOTA_WINDOW`] seconds: each is stored until it expires.
+    pub max_authorize_requests_per_address: i64,
 }
 
 impl Default for ThrottlePolicy {
@@ -22,6 +29,23 @@ impl Default for ThrottlePolicy {
             max_account_failures: 5,
             max_address_failures: 50,
             lock_seconds: 300,
+            max_authorize_requests_per_address: 600,
+        }
+    }
+}
+
+/// The authorization-request quota's window: a request's lifetime, so one address never
+/// holds more than twice its quota of unexpired requests.
+pub const REQUEST_QUOTA_WINDOW: UnixTime = crate::authorize::REQUEST_LIFETIME;
+
+/// The key an address is counted under: an IPv4 address itself, an IPv6 address by its /64
+/// (one subscriber's network: RFC 6177 §3), so one host cannot spread over its addresses.
+pub fn address_key(address: IpAddr) -> String {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
         }
     }
 }
@@ -73,14 +97,28 @@ impl ThrottlePolicy {
         )
     }
 
-    /// The highest count an attempt may take, given the count read before it: up to the
-    /// limit, or one more once a lock has run out (which locks again if it fails).
-    pub fn attempts_allowed_after(&self, previous: Option<FailureCount>, now: UnixTime) -> i64 {
+    /// How many failures and attempts in flight an account may hold once a new attempt is
+    /// admitted, given the count read before it.
+    pub fn account_places(&self, previous: Option<FailureCount>, now: UnixTime) -> i64 {
+        self.places(previous, self.max_account_failures, now)
+    }
+
+    /// The same for an address.
+    pub fn address_places(&self, previous: Option<FailureCount>, now: UnixTime) -> i64 {
+        self.places(previous, self.max_address_failures, now)
+    }
+
+    /// Up to the limit, or one more than the failures once a lock has run out (which locks
+    /// again if it fails). Attempts in flight take places as failures do, so however many
+    /// arrive at once, no more than the limit reach the password check; a success frees
+    /// only its own place.
+    fn places(&self, previous: Option<FailureCount>, max_failures: i64, now: UnixTime) -> i64 {
         match previous {
-            Some(count) if count.last_failure_at >= now - self.window() => {
-                count.failures.max(self.max_account_failures - 1) + 1
+            // The store restarts a count whose last attempt left the window.
+            Some(count) if count.last_attempt_at >= now - self.window() => {
+                count.failures.max(max_failures - 1) + 1
             }
-            _ => self.max_account_failures,
+            _ => max_failures,
         }
     }
 
@@ -107,7 +145,8 @@ fn verdict(
     delays: bool,
     now: UnixTime,
 ) -> Verdict {
-    let Some(count) = count else {
+    // Attempts in flight do not delay: two sign-ins of one user at once both go through.
+    let Some(count) = count.filter(|c| c.failures > 0) else {
         return Verdict::Allowed;
     };
     if count.last_failure_at < now - window {
@@ -141,6 +180,7 @@ mod tests {
         max_account_failures: 5,
         max_address_failures: 5,
         lock_seconds: 300,
+        max_authorize_requests_per_address: 10,
     };
 
     fn count(failures: i64, last: UnixTime) -> Option<FailureCount> {
@@ -148,6 +188,8 @@ mod tests {
             failures,
             first_failure_at: last,
             last_failure_at: last,
+            in_flight: 0,
+            last_attempt_at: last,
         })
     }
 
@@ -208,18 +250,53 @@ mod tests {
     #[test]
     fn parallel_attempts_get_the_places_left_before_the_lock() {
         let t = 1_000;
-        assert_eq!(POLICY.attempts_allowed_after(None, t), 5);
-        assert_eq!(POLICY.attempts_allowed_after(count(2, t), t + 10), 5);
+        assert_eq!(POLICY.account_places(None, t), 5);
+        assert_eq!(POLICY.account_places(count(2, t), t + 10), 5);
         assert_eq!(
-            POLICY.attempts_allowed_after(count(5, t), t + 300),
+            POLICY.account_places(count(5, t), t + 300),
             6,
             "one try after the lock"
         );
         assert_eq!(
-            POLICY.attempts_allowed_after(count(5, t), t + WINDOW_SECONDS + 1),
+            POLICY.account_places(count(5, t), t + WINDOW_SECONDS + 1),
             5,
             "forgotten"
         );
+        let address = ThrottlePolicy {
+            max_address_failures: 3,
+            ..POLICY
+        };
+        assert_eq!(address.address_places(count(1, t), t), 3);
+    }
+
+    #[test]
+    fn attempts_in_flight_do_not_delay_another() {
+        let t = 1_000;
+        let in_flight = Some(FailureCount {
+            failures: 0,
+            first_failure_at: t,
+            last_failure_at: t,
+            in_flight: 2,
+            last_attempt_at: t,
+        });
+        assert_eq!(POLICY.account_verdict(in_flight, t), Verdict::Allowed);
+        // A reservation keeps a count in the window: its places are not forgotten.
+        let late = in_flight.map(|c| FailureCount {
+            failures: 5,
+            last_attempt_at: t + WINDOW_SECONDS,
+            ..c
+        });
+        assert_eq!(POLICY.account_places(late, t + WINDOW_SECONDS + 1), 6);
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64() {
+        let key = |s: &str| address_key(s.parse().unwrap());
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:bbbb::9"), "2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
     }
 
     #[test]

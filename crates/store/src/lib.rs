@@ -14,6 +14,7 @@ mod field;
 mod grants;
 mod keys;
 mod organizations;
+mod request_quotas;
 mod signin_failures;
 mod tenant;
 mod tenants;
@@ -40,7 +41,7 @@ pub use field::{
 pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
 pub use keys::StoredSigningKey;
 pub use organizations::Organization;
-pub use signin_failures::{FailureCount, FailureSubject};
+pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;
 pub use users::{NewUser, User};

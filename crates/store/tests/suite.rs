@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
+use store::AttemptEnd;
 use store::{
     ApiStanding, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, Issuance,
     NewAuthorizationCode, NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser,
@@ -46,6 +47,8 @@ on_both_backends!(
     refresh_tokens_rotate_once_and_reuse_revokes_the_grant,
     twenty_concurrent_rotations_of_one_token_have_one_winner,
     concurrent_failures_each_get_their_own_count,
+    concurrent_reservations_take_no_more_places_than_allowed,
+    authorization_request_quota_counts_per_address_in_fixed_windows,
     a_grant_costs_a_fixed_number_of_statements,
     userinfo_reads_the_user_of_a_live_grant_only,
     a_grant_ends_with_its_users_membership,
@@ -1475,4 +1478,111 @@ async fn a_grant_ends_at_its_maximum_age_however_often_it_rotates(store: Store) 
     );
     let successor = tenant.find_refresh_token(b"r3").await.unwrap().unwrap();
     assert_eq!(successor.expires_at, end - 1 + 30 * 86_400);
+}
+
+/// Issues 20 and 26: an attempt's place is taken in one conditional statement, so of ten
+/// taken at once with three places, exactly three get one; a failure keeps its place, a
+/// success frees its own and forgives the failures, and a window without attempts frees all.
+async fn concurrent_reservations_take_no_more_places_than_allowed(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let subject = FailureSubject::Address("192.0.2.1");
+    let attempts: Vec<_> = (0..10)
+        .map(|_| {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move {
+                store
+                    .tenant(&t)
+                    .reserve_signin_attempt(subject, 3, NOW, NOW - 900)
+                    .await
+                    .unwrap()
+                    .is_some()
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for attempt in attempts {
+        admitted += usize::from(attempt.await.unwrap());
+    }
+    assert_eq!(admitted, 3);
+    let tenant = store.tenant(&t);
+    let read = || async {
+        let c = tenant.signin_failures(subject).await.unwrap().unwrap();
+        (c.failures, c.in_flight)
+    };
+    assert_eq!(read().await, (0, 3));
+    tenant
+        .end_signin_attempt(subject, AttemptEnd::Failed, NOW, NOW - 900)
+        .await
+        .unwrap();
+    tenant
+        .end_signin_attempt(subject, AttemptEnd::Succeeded, NOW, NOW - 900)
+        .await
+        .unwrap();
+    assert_eq!(read().await, (0, 1), "the success forgave the failure");
+    tenant
+        .end_signin_attempt(subject, AttemptEnd::Released, NOW, NOW - 900)
+        .await
+        .unwrap();
+    assert_eq!(read().await, (0, 0));
+    // The first refusal after a failure is the one to write down.
+    tenant
+        .record_signin_failure(subject, NOW, NOW - 900)
+        .await
+        .unwrap();
+    assert!(tenant.count_signin_refusal(subject).await.unwrap());
+    assert!(!tenant.count_signin_refusal(subject).await.unwrap());
+    // A place never given back is freed once a window passes without an attempt.
+    for _ in 0..2 {
+        tenant
+            .reserve_signin_attempt(subject, 3, NOW, NOW - 900)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert!(tenant
+        .reserve_signin_attempt(subject, 3, NOW, NOW - 900)
+        .await
+        .unwrap()
+        .is_none());
+    let later = NOW + 901;
+    let fresh = tenant
+        .reserve_signin_attempt(subject, 3, later, later - 900)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((fresh.failures, fresh.in_flight), (0, 1));
+    assert!(
+        tenant.count_signin_refusal(subject).await.unwrap(),
+        "refusals start over"
+    );
+}
+
+/// Issue 26: anonymous authorization requests are counted per tenant and address in fixed
+/// windows; a refusal writes nothing and a new window starts the count over.
+async fn authorization_request_quota_counts_per_address_in_fixed_windows(store: Store) {
+    let t = seeded(&store, "acme").await;
+    let other = seeded(&store, "other").await;
+    let take = |address: &'static str, now| {
+        let tenant = store.tenant(&t);
+        async move {
+            tenant
+                .take_authorization_request_quota(address, 2, now, 600)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(take("192.0.2.1", NOW).await);
+    assert!(take("192.0.2.1", NOW + 10).await);
+    assert!(!take("192.0.2.1", NOW + 20).await);
+    assert!(take("192.0.2.2", NOW + 20).await, "another address");
+    assert!(store
+        .tenant(&other)
+        .take_authorization_request_quota("192.0.2.1", 2, NOW + 20, 600)
+        .await
+        .unwrap());
+    // The window runs from its first request, not from the last.
+    assert!(!take("192.0.2.1", NOW + 599).await);
+    assert!(take("192.0.2.1", NOW + 600).await);
+    assert!(take("192.0.2.1", NOW + 601).await);
+    assert!(!take("192.0.2.1", NOW + 602).await);
 }

@@ -70,6 +70,7 @@ async fn the_trail_lists_signins_the_lock_consents_a_revoked_grant_and_key_event
         max_account_failures: 2,
         max_address_failures: 50,
         lock_seconds: 300,
+        max_authorize_requests_per_address: 600,
     };
     let app = TestApp::spawn_with_throttle(db, policy).await;
     let seeded = seed(&app).await;

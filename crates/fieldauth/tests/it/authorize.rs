@@ -13,6 +13,7 @@ on_both_backends!(
     prompt_none_is_login_required_without_a_session_and_consent_required_with_one,
     a_signed_in_browser_skips_sign_in_unless_prompt_login_or_max_age_says_otherwise,
     sign_in_page_prefills_login_hint_and_sends_security_headers_and_cookie,
+    anonymous_requests_past_the_address_quota_are_temporarily_unavailable_and_not_stored,
 );
 
 /// Declares, in its own module, one test per row, each on both backends:
@@ -77,7 +78,14 @@ rows!(redirected, assert_redirect_error, {
     prompt_none_with_login: with(vec![("prompt", Some("none login"))]) => ("invalid_request", Some("state-123"));
     max_age_not_a_number: with(vec![("max_age", Some("soon"))]) => ("invalid_request", Some("state-123"));
     request_object: with(vec![("request", Some("eyJhbGciOiJub25lIn0.e30."))]) => ("request_not_supported", Some("state-123"));
+    // Issue 26: every request is stored, so what one may carry is bounded (docs/tokens.md).
+    state_over_512_bytes: |app: &TestApp| authorize_url(app, &[("state", Some(LONG_STATE.as_str()))]) => ("invalid_request", Some(LONG_STATE.as_str()));
+    nonce_over_512_bytes: |app: &TestApp| authorize_url(app, &[("nonce", Some(&"n".repeat(513)))]) => ("invalid_request", Some("state-123"));
+    login_hint_over_256_bytes: |app: &TestApp| authorize_url(app, &[("login_hint", Some(&"h".repeat(257)))]) => ("invalid_request", Some("state-123"));
 });
+
+/// A `state` one byte over its limit: echoed unchanged in the error (RFC 6749 §4.1.2.1).
+static LONG_STATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| "s".repeat(513));
 
 async fn assert_untrusted(app: &TestApp, url: &str, message: &str) {
     let response = app.get(url).await;
@@ -233,4 +241,78 @@ async fn sign_in_page_prefills_login_hint_and_sends_security_headers_and_cookie(
     assert_eq!(css.status(), 200);
     assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
     app.stop().await;
+}
+
+/// Issue 26: anyone may start an authorization request, and each is stored until it expires.
+/// Without a session, one address may start only the quota's worth in ten minutes (per tenant,
+/// counted in the database); past it the request is answered `temporarily_unavailable` and
+/// nothing is stored. Another address, a signed-in browser and the next window are not held.
+async fn anonymous_requests_past_the_address_quota_are_temporarily_unavailable_and_not_stored(
+    db: TestDatabase,
+) {
+    let policy = oauth::ThrottlePolicy {
+        max_authorize_requests_per_address: 3,
+        ..oauth::ThrottlePolicy::default()
+    };
+    let app = TestApp::spawn_with_throttle(db, policy).await;
+    seed(&app).await;
+    let signed_in = app.browser();
+    // Values at their limits are accepted (and take one request of the quota).
+    let at_limits = authorize_url(
+        &app,
+        &[
+            ("state", Some(&"s".repeat(512))),
+            ("nonce", Some(&"n".repeat(512))),
+            ("login_hint", Some(&"h".repeat(256))),
+        ],
+    );
+    assert_eq!(
+        app.browser().get(&at_limits).send().await.unwrap().status(),
+        200
+    );
+    flow::signed_in_consent_page(&app, &signed_in, &authorize_url(&app, &[]), "alice").await;
+    let url = authorize_url(&app, &[]);
+    assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 200);
+    let requests_before = stored_requests(&app).await;
+
+    let refused = app.browser().get(&url).send().await.unwrap();
+    assert_eq!(refused.status(), 302);
+    assert_eq!(refused.headers()["cache-control"], "no-store");
+    let (base, pairs) = location_params(&refused);
+    assert_eq!(base, REDIRECT_URI);
+    assert_eq!(param(&pairs, "error"), Some("temporarily_unavailable"));
+    assert_eq!(param(&pairs, "state"), Some("state-123"));
+    assert_eq!(param(&pairs, "iss"), Some(app.issuer.as_str()));
+    assert!(
+        refused.headers().get("set-cookie").is_none(),
+        "nothing started"
+    );
+    assert_eq!(
+        stored_requests(&app).await,
+        requests_before,
+        "nothing stored"
+    );
+
+    // Another address has its own quota.
+    let elsewhere = app.browser_from("127.0.0.2".parse().unwrap());
+    assert_eq!(elsewhere.get(&url).send().await.unwrap().status(), 200);
+    // A browser with a session is not anonymous: it goes on to consent.
+    let again = signed_in.get(&url).send().await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert!(again.text().await.unwrap().contains("name=\"decision\""));
+    // Ten minutes later the address starts a new window.
+    app.clock.advance(600);
+    assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 200);
+    app.stop().await;
+}
+
+/// The authorization requests the database holds, of every tenant.
+async fn stored_requests(app: &TestApp) -> i64 {
+    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM authorization_requests")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    count
 }

@@ -195,6 +195,17 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A new browser whose connections come from `address` (any of 127.0.0.0/8 on
+    /// loopback), as the server sees it.
+    pub fn browser_from(&self, address: std::net::IpAddr) -> reqwest::Client {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .cookie_store(true)
+            .local_address(address)
+            .build()
+            .unwrap()
+    }
+
     pub async fn stop(mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;

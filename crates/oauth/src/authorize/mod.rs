@@ -5,6 +5,8 @@ pub mod pending;
 pub mod redirect;
 pub mod request;
 
+use std::net::IpAddr;
+
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +19,9 @@ use crate::pages::{self, SignInPage};
 use crate::params::Params;
 use crate::secret::hash_secret;
 use crate::session;
+use crate::signin::ClientAddress;
 use crate::state::OAuthState;
+use crate::throttle;
 use redirect::{AuthorizeErrorCode, ErrorRedirect};
 use request::ValidatedRequest;
 
@@ -26,12 +30,13 @@ pub const REQUEST_LIFETIME: UnixTime = 600;
 
 pub async fn get_authorize(
     State(state): State<OAuthState>,
+    ClientAddress(address): ClientAddress,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, pages::PageError> {
     let now = state.clock.now();
     let params = Params::parse(query.as_deref().unwrap_or_default().as_bytes());
-    Ok(start_authorization(&state, &params, &headers, now).await?)
+    Ok(start_authorization(&state, &params, &headers, address, now).await?)
 }
 
 /// OpenID Connect Core §3.1.2.2–3.1.2.4: validate, then authenticate (or reuse the session),
@@ -40,6 +45,7 @@ pub async fn start_authorization(
     state: &OAuthState,
     params: &Params,
     headers: &HeaderMap,
+    address: IpAddr,
     now: UnixTime,
 ) -> Result<Response, OAuthError> {
     let target = request::resolve_target(params, &state.store).await?;
@@ -50,6 +56,7 @@ pub async fn start_authorization(
     let cookie_name = session::cookie_name(&request.target.tenant, https);
     let cookie = session::read_cookie(headers, &cookie_name);
     let session = session::find_session(&tenant, cookie, now).await?;
+    let anonymous = session.is_none();
     // §3.1.2.1: prompt=login and an exceeded max_age demand a fresh sign-in.
     let reusable = session.filter(|s| {
         !request.prompt.login
@@ -76,6 +83,10 @@ pub async fn start_authorization(
             state: Some(request.state.clone()),
             issuer: issuer.to_owned(),
         })));
+    }
+
+    if anonymous {
+        take_quota(state, &request, address, now).await?;
     }
 
     // The browser value binds the request to this browser: the session cookie when there is
@@ -140,6 +151,40 @@ fn scope_string(request: &ValidatedRequest) -> String {
         .map(|s| s.as_str())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Anyone may start an authorization request, and each is stored until it expires: without
+/// a session, one client address may start only so many per window (per tenant, counted in
+/// the store for every node). Past that, RFC 6749 §4.1.2.1 `temporarily_unavailable`, and
+/// nothing is written.
+async fn take_quota(
+    state: &OAuthState,
+    request: &ValidatedRequest,
+    address: IpAddr,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
+    let limit = state.signin.throttle.max_authorize_requests_per_address;
+    let taken = state
+        .store
+        .tenant(&request.target.tenant)
+        .take_authorization_request_quota(
+            &throttle::address_key(address),
+            limit,
+            now,
+            throttle::REQUEST_QUOTA_WINDOW,
+        )
+        .await?;
+    if taken {
+        return Ok(());
+    }
+    tracing::warn!(tenant = %request.target.tenant, "authorization request refused: the address's quota is used up");
+    Err(OAuthError::Redirect(Box::new(ErrorRedirect {
+        redirect_uri: request.target.redirect_uri.clone(),
+        error: AuthorizeErrorCode::TemporarilyUnavailable,
+        description: "too many sign-in requests from this address; try again later",
+        state: Some(request.state.clone()),
+        issuer: state.config.issuer.as_str().to_owned(),
+    })))
 }
 
 async fn remember(

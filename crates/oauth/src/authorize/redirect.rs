@@ -17,6 +17,7 @@ pub enum AuthorizeErrorCode {
     ConsentRequired,
     RequestNotSupported,
     RequestUriNotSupported,
+    TemporarilyUnavailable,
 }
 
 impl AuthorizeErrorCode {
@@ -30,6 +31,7 @@ impl AuthorizeErrorCode {
             AuthorizeErrorCode::ConsentRequired => "consent_required",
             AuthorizeErrorCode::RequestNotSupported => "request_not_supported",
             AuthorizeErrorCode::RequestUriNotSupported => "request_uri_not_supported",
+            AuthorizeErrorCode::TemporarilyUnavailable => "temporarily_unavailable",
         }
     }
 }

@@ -39,9 +39,12 @@ pub struct ValidatedRequest {
     pub login_hint: Option<String>,
 }
 
-const MAX_STATE_LEN: usize = 2048;
-const MAX_NONCE_LEN: usize = 512;
-const MAX_LOGIN_HINT_LEN: usize = 256;
+// Each request is stored until it expires, for anyone who asks: what a caller may make the
+// server keep is bounded (issue 26). Generous for the values clients send (random strings,
+// a username), and documented in docs/tokens.md.
+pub const MAX_STATE_LEN: usize = 512;
+pub const MAX_NONCE_LEN: usize = 512;
+pub const MAX_LOGIN_HINT_LEN: usize = 256;
 
 /// Stage one: tenant, client and an exactly registered redirect URI. Each failure is an
 /// `UntrustedRequest` page that says what is wrong.
@@ -192,9 +195,12 @@ pub fn validate(
         Some(nonce) if nonce.len() > MAX_NONCE_LEN => return Err(invalid("nonce is too long")),
         nonce => nonce.map(str::to_owned),
     };
-    let login_hint = get("login_hint")
-        .filter(|hint| hint.len() <= MAX_LOGIN_HINT_LEN)
-        .map(str::to_owned);
+    let login_hint = match get("login_hint") {
+        Some(hint) if hint.len() > MAX_LOGIN_HINT_LEN => {
+            return Err(invalid("login_hint is too long"))
+        }
+        hint => hint.map(str::to_owned),
+    };
     Ok(ValidatedRequest {
         target,
         state,

@@ -117,3 +117,40 @@ fn missing_or_repeated_state_is_invalid_request_without_state() {
         (AuthorizeErrorCode::InvalidRequest, None)
     );
 }
+
+#[test]
+fn state_nonce_and_login_hint_past_their_limits_are_invalid_request() {
+    let at_limit = format!(
+        "&nonce={}&login_hint={}",
+        "n".repeat(MAX_NONCE_LEN),
+        "h".repeat(MAX_LOGIN_HINT_LEN)
+    );
+    let long_state = "s".repeat(MAX_STATE_LEN);
+    let request = validate(
+        &Params::parse(
+            query(&at_limit)
+                .replace("state=st", &format!("state={long_state}"))
+                .as_bytes(),
+        ),
+        target(),
+        "https://id.example.com",
+    )
+    .unwrap();
+    assert_eq!(request.state.len(), MAX_STATE_LEN);
+    let too_long_state = "s".repeat(MAX_STATE_LEN + 1);
+    assert_eq!(
+        error_of(&query("").replace("state=st", &format!("state={too_long_state}"))),
+        (AuthorizeErrorCode::InvalidRequest, Some(too_long_state)),
+        "state is echoed unchanged (RFC 6749 §4.1.2.1), not stored"
+    );
+    for extra in [
+        format!("&nonce={}", "n".repeat(MAX_NONCE_LEN + 1)),
+        format!("&login_hint={}", "h".repeat(MAX_LOGIN_HINT_LEN + 1)),
+    ] {
+        assert_eq!(
+            error_of(&query(&extra)),
+            (AuthorizeErrorCode::InvalidRequest, Some("st".to_owned())),
+            "{extra}"
+        );
+    }
+}
