@@ -105,9 +105,8 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_API_LISTEN", default_value = "127.0.0.1:8081")]
     pub api_listen: SocketAddr,
 
-    /// Seconds between reloads of the signing keys, so a rotation made elsewhere is served
-    /// (1 to 60).
-    /// The clients' CORS origins are re-read at the same interval.
+    /// Seconds between reloads of the signing keys and of the clients' CORS origins, so a
+    /// rotation or a client made elsewhere is served (1 to 60).
     #[arg(long, env = "FIELDAUTH_KEY_RELOAD_SECONDS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=60))]
     pub key_reload_seconds: u64,
@@ -146,6 +145,7 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_GRANT_MAX_DAYS", default_value_t = 90,
           value_parser = clap::value_parser!(i64).range(1..=3650))]
     pub grant_max_days: i64,
+
     /// Address of a listener serving `/metrics` (with `/healthz` and `/readyz`), kept off the
     /// public listeners, which answer `/metrics` with 404. Unset: no metrics are served.
     #[arg(long, env = "FIELDAUTH_METRICS_LISTEN")]

@@ -7,7 +7,7 @@ use oauth::cors::WebOrigin;
 use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
-use store::{NewClient, NewUser, Store, TenantId};
+use store::{NewClient, NewUser, Store, TenantId, TenantStore, User};
 
 use crate::report::Report;
 
@@ -209,14 +209,7 @@ pub async fn add_member(
     let tenant_id = self::tenant(tenant)?;
     let username = Username::parse(username)?;
     let tenant = store.tenant(&tenant_id);
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let user = tenant
-        .find_user_by_username(username.as_str())
-        .await?
-        .with_context(|| format!("user \"{username}\" not found in tenant {tenant_id}"))?;
+    let user = existing_user(&tenant, &username).await?;
     tenant
         .add_membership(&user.user_id, organization_guid, now)
         .await
@@ -240,14 +233,7 @@ pub async fn remove_member(
     let tenant_id = self::tenant(tenant)?;
     let username = Username::parse(username)?;
     let tenant = store.tenant(&tenant_id);
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let user = tenant
-        .find_user_by_username(username.as_str())
-        .await?
-        .with_context(|| format!("user \"{username}\" not found in tenant {tenant_id}"))?;
+    let user = existing_user(&tenant, &username).await?;
     let removed = tenant
         .remove_membership(&user.user_id, organization_guid)
         .await?;
@@ -313,4 +299,16 @@ mod tests {
             assert!(check_email(bad).is_err(), "{bad} was accepted");
         }
     }
+}
+
+/// The user named `username` in an existing tenant, or why not.
+async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow::Result<User> {
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {}", tenant.id()))?;
+    tenant
+        .find_user_by_username(username.as_str())
+        .await?
+        .with_context(|| format!("user \"{username}\" not found in tenant {}", tenant.id()))
 }

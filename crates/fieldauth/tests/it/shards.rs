@@ -135,6 +135,8 @@ fn one_flow_of(tenant: &str) -> BTreeMap<(String, String), i64> {
     [
         ("audit_events", 2),
         ("authorization_codes", 1),
+        // The anonymous request's place in its address's quota (migration 0007).
+        ("authorization_request_quotas", 1),
         ("authorization_requests", 1),
         ("browser_sessions", 1),
         ("clients", 1),
@@ -144,6 +146,8 @@ fn one_flow_of(tenant: &str) -> BTreeMap<(String, String), i64> {
         ("organization_data_versions", 2),
         ("organizations", 2),
         ("refresh_tokens", 2),
+        // The sign-in's places, the username's and the address's, freed but kept.
+        ("signin_failures", 2),
         ("tenants", 1),
         ("users", 1),
     ]

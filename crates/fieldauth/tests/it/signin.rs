@@ -330,7 +330,7 @@ async fn refusals_while_locked_write_one_audit_row_per_lock(db: TestDatabase) {
             "signin.refused"
         ]
     );
-    let metrics = app.get(&format!("{}/metrics", app.issuer)).await;
+    let metrics = app.get(&format!("{}/metrics", app.metrics_url)).await;
     let metrics = metrics.text().await.unwrap();
     assert!(
         metrics.contains("fieldauth_signins_total{result=\"refused\"} 10"),
