@@ -281,6 +281,18 @@ fn check_email(email: &str) -> anyhow::Result<&str> {
     Ok(email)
 }
 
+/// The user named `username` in an existing tenant, or why not.
+async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow::Result<User> {
+    tenant
+        .require()
+        .await
+        .with_context(|| format!("tenant {}", tenant.id()))?;
+    tenant
+        .find_user_by_username(username.as_str())
+        .await?
+        .with_context(|| format!("user \"{username}\" not found in tenant {}", tenant.id()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,16 +311,4 @@ mod tests {
             assert!(check_email(bad).is_err(), "{bad} was accepted");
         }
     }
-}
-
-/// The user named `username` in an existing tenant, or why not.
-async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow::Result<User> {
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {}", tenant.id()))?;
-    tenant
-        .find_user_by_username(username.as_str())
-        .await?
-        .with_context(|| format!("user \"{username}\" not found in tenant {}", tenant.id()))
 }
