@@ -50,6 +50,7 @@ rows!(untrusted, assert_untrusted, {
     malformed_tenant: with(vec![("tenant", Some("Not.Valid"))]) => "not a valid tenant id";
     missing_client_id: with(vec![("client_id", None)]) => "client_id is missing";
     unknown_client_id: with(vec![("client_id", Some("nope"))]) => "is not registered with this tenant";
+    client_id_with_a_nul: with(vec![("client_id", Some("sp\u{0}a"))]) => "is not registered with this tenant";
     missing_redirect_uri: with(vec![("redirect_uri", None)]) => "has no redirect_uri";
     redirect_uri_with_an_extra_slash: with(vec![("redirect_uri", Some("http://127.0.0.1:9/callback/"))]) => "redirect_uri is not registered";
     foreign_redirect_uri: with(vec![("redirect_uri", Some("https://evil.example.com/cb"))]) => "redirect_uri is not registered";
@@ -82,6 +83,9 @@ rows!(redirected, assert_redirect_error, {
     state_over_512_bytes: |app: &TestApp| authorize_url(app, &[("state", Some(LONG_STATE.as_str()))]) => ("invalid_request", Some(LONG_STATE.as_str()));
     nonce_over_512_bytes: |app: &TestApp| authorize_url(app, &[("nonce", Some(&"n".repeat(513)))]) => ("invalid_request", Some("state-123"));
     login_hint_over_256_bytes: |app: &TestApp| authorize_url(app, &[("login_hint", Some(&"h".repeat(257)))]) => ("invalid_request", Some("state-123"));
+    state_with_a_nul: with(vec![("state", Some("a\u{0}b"))]) => ("invalid_request", Some("a\u{0}b"));
+    nonce_with_a_nul: with(vec![("nonce", Some("n\u{0}"))]) => ("invalid_request", Some("state-123"));
+    login_hint_with_a_control_character: with(vec![("login_hint", Some("bob\u{7}"))]) => ("invalid_request", Some("state-123"));
 });
 
 /// A `state` one byte over its limit: echoed unchanged in the error (RFC 6749 §4.1.2.1).

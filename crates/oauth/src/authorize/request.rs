@@ -6,6 +6,7 @@
 use store::{Client, TenantId};
 
 use super::redirect::{AuthorizeErrorCode, ErrorRedirect};
+use crate::client_id::ClientId;
 use crate::error::OAuthError;
 use crate::params::{Params, Repeated};
 use crate::scope::Scope;
@@ -70,12 +71,18 @@ pub async fn resolve_target(
             "The tenant in the request does not exist.",
         ));
     }
-    let client = tenant_store
-        .find_client(client_id)
-        .await?
-        .ok_or(OAuthError::UntrustedRequest(
+    let unregistered = || {
+        OAuthError::UntrustedRequest(
             "The application (client_id) is not registered with this tenant.",
-        ))?;
+        )
+    };
+    // An id outside the registration rules was never registered: no lookup, so text a
+    // database cannot store (a NUL) never reaches one.
+    let client_id = ClientId::parse(client_id).map_err(|_| unregistered())?;
+    let client = tenant_store
+        .find_client(client_id.as_str())
+        .await?
+        .ok_or_else(unregistered)?;
     crate::events::log_context(&tenant, &client.client_id);
     // OAuth 2.1 §2.3.1 and RFC 9700 §4.1.3: exact string comparison, nothing looser.
     if !client
@@ -176,8 +183,11 @@ pub fn validate(
         ));
     }
     let state = match get("state") {
-        Some(state) if state.len() <= MAX_STATE_LEN => state.to_owned(),
-        Some(_) => return Err(invalid("state is too long")),
+        Some(state) if state.len() > MAX_STATE_LEN => return Err(invalid("state is too long")),
+        Some(state) if has_control(state) => {
+            return Err(invalid("state contains a control character"))
+        }
+        Some(state) => state.to_owned(),
         None => return Err(invalid("state is missing")),
     };
     let scopes = parse_scopes(get("scope"), &target.client)
@@ -193,11 +203,17 @@ pub fn validate(
     };
     let nonce = match get("nonce") {
         Some(nonce) if nonce.len() > MAX_NONCE_LEN => return Err(invalid("nonce is too long")),
+        Some(nonce) if has_control(nonce) => {
+            return Err(invalid("nonce contains a control character"))
+        }
         nonce => nonce.map(str::to_owned),
     };
     let login_hint = match get("login_hint") {
         Some(hint) if hint.len() > MAX_LOGIN_HINT_LEN => {
             return Err(invalid("login_hint is too long"))
+        }
+        Some(hint) if has_control(hint) => {
+            return Err(invalid("login_hint contains a control character"))
         }
         hint => hint.map(str::to_owned),
     };
@@ -271,6 +287,12 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, &'static str> {
         return Err("prompt=none cannot be combined with other values");
     }
     Ok(prompt)
+}
+
+/// Values that are stored and echoed carry no control characters: none has a use for them,
+/// and PostgreSQL cannot store a NUL in text.
+fn has_control(value: &str) -> bool {
+    value.chars().any(char::is_control)
 }
 
 #[cfg(test)]
