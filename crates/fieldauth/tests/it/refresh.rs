@@ -8,6 +8,7 @@ use crate::flow::{
     WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{assert_ok, assert_refused, on_both_backends, TestApp};
+use crate::node_support::userinfo;
 
 on_both_backends!(
     each_refresh_rotates_and_a_reused_token_revokes_the_newest_too,
@@ -70,13 +71,12 @@ async fn each_refresh_rotates_and_a_reused_token_revokes_the_newest_too(db: Test
     // The first token again: refused, and the whole family goes, newest token included.
     assert_oauth_error(refresh(&app, &first, &[]).await, 400, "invalid_grant").await;
     assert_oauth_error(refresh(&app, &newest, &[]).await, 400, "invalid_grant").await;
-    let userinfo = app
-        .http
-        .get(format!("{}/oauth/userinfo", app.issuer))
-        .bearer_auth(third["access_token"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let userinfo = userinfo(
+        &app.http,
+        &app.issuer,
+        third["access_token"].as_str().unwrap(),
+    )
+    .await;
     assert_eq!(
         userinfo.status(),
         401,

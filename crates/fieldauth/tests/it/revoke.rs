@@ -9,6 +9,7 @@ use crate::flow::{
     VERIFIER, WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{on_both_backends, TestApp};
+use crate::node_support::userinfo;
 
 on_both_backends!(
     revoking_a_refresh_token_ends_its_grant,
@@ -61,13 +62,12 @@ async fn revoking_a_refresh_token_ends_its_grant(db: TestDatabase) {
     .await;
     assert_eq!(response.status(), 200);
     assert!(!can_refresh(&app, refresh).await);
-    let userinfo = app
-        .http
-        .get(format!("{}/oauth/userinfo", app.issuer))
-        .bearer_auth(issued["access_token"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let userinfo = userinfo(
+        &app.http,
+        &app.issuer,
+        issued["access_token"].as_str().unwrap(),
+    )
+    .await;
     assert_eq!(userinfo.status(), 401, "the grant's access token ends too");
     // Revoking again is still 200 (§2.2).
     assert_eq!(

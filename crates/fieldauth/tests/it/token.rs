@@ -14,6 +14,7 @@ use crate::flow::{
     token_request, CLIENT_ID, REDIRECT_URI, VERIFIER, WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{on_both_backends, TestApp};
+use crate::node_support::userinfo;
 
 /// Extra form fields, and HTTP Basic credentials, of a token request.
 type Extra = Vec<(&'static str, &'static str)>;
@@ -466,13 +467,12 @@ async fn a_replayed_code_fails_and_revokes_the_tokens_it_issued(db: TestDatabase
         "invalid_grant",
     )
     .await;
-    let userinfo = app
-        .http
-        .get(format!("{}/oauth/userinfo", app.issuer))
-        .bearer_auth(first["access_token"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let userinfo = userinfo(
+        &app.http,
+        &app.issuer,
+        first["access_token"].as_str().unwrap(),
+    )
+    .await;
     assert_eq!(userinfo.status(), 401);
     // The audit names the client whose grant it was.
     assert_eq!(
@@ -555,13 +555,12 @@ async fn a_used_code_presented_by_another_client_revokes_nothing(db: TestDatabas
         "invalid_grant",
     )
     .await;
-    let userinfo = app
-        .http
-        .get(format!("{}/oauth/userinfo", app.issuer))
-        .bearer_auth(web["access_token"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let userinfo = userinfo(
+        &app.http,
+        &app.issuer,
+        web["access_token"].as_str().unwrap(),
+    )
+    .await;
     assert_eq!(
         userinfo.status(),
         200,
