@@ -22,6 +22,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     BadUserInput(String),
+    /// A body over the listener's limit, or one that could not be read.
+    #[error("the request body is larger than 64 KiB or could not be read")]
+    TooLarge,
     #[error("the database is unavailable; try again shortly")]
     Unavailable,
     #[error("internal error")]
@@ -36,7 +39,7 @@ impl ApiError {
             ApiError::KeysUnavailable | ApiError::Unavailable => "UNAVAILABLE",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
-            ApiError::BadUserInput(_) => "BAD_USER_INPUT",
+            ApiError::BadUserInput(_) | ApiError::TooLarge => "BAD_USER_INPUT",
             ApiError::Internal => "INTERNAL",
         }
     }
@@ -101,6 +104,7 @@ impl IntoResponse for ApiError {
             ),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
             ApiError::BadUserInput(_) => (StatusCode::BAD_REQUEST, None),
+            ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, None),
             ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, None),
         };
         let body = serde_json::json!({

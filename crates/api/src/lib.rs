@@ -10,6 +10,7 @@ mod state;
 mod validate;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -50,7 +51,15 @@ pub fn router(state: ApiState) -> Router {
 /// (RFC 6750 §3.1).
 /// A query answered before for the same token, at the same version of the organization's
 /// data, is answered again from the response cache (see `cache`).
-async fn graphql(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn graphql(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // Refused as a GraphQL error, like every other malformed request, not axum's plain text.
+    let Ok(body) = body else {
+        return ApiError::TooLarge.into_response();
+    };
     let now = state.clock.now();
     let authenticated = match bearer::authenticate(&state, &headers, now).await {
         Ok(authenticated) => authenticated,

@@ -169,6 +169,13 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_MAX_CONNECTIONS", default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+
+    /// Addresses and CIDR networks of the proxies in front (comma-separated, such as
+    /// `10.0.0.0/8,fd00::/8`). A request from one of them is from the address it forwards in
+    /// `Forwarded` or `X-Forwarded-For`, read from the right past every trusted hop; from
+    /// anyone else, those headers are ignored. Empty: none is trusted.
+    #[arg(long, env = "FIELDAUTH_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
 }
 
 /// `demo` takes every `serve` flag, and the demo app's address.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use oauth::{Issuer, ThrottlePolicy};
+use oauth::{Issuer, ThrottlePolicy, TrustedProxies};
 use url::Url;
 
 use crate::cli::ServeArgs;
@@ -27,6 +27,8 @@ pub struct ServeConfig {
     pub connections: ConnectionLimits,
     /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
     pub grant_max_age: i64,
+    /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client (`--trusted-proxies`).
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl ServeConfig {
@@ -56,6 +58,8 @@ impl ServeConfig {
                     .context("--max-connections is too large for this machine")?,
             },
             grant_max_age: args.grant_max_days * 86_400,
+            trusted_proxies: TrustedProxies::parse(&args.trusted_proxies)
+                .context("--trusted-proxies")?,
         })
     }
 }
@@ -95,7 +99,24 @@ mod tests {
             idle_timeout_seconds: 60,
             max_connections: 4096,
             grant_max_days: 90,
+            trusted_proxies: String::new(),
         }
+    }
+
+    #[test]
+    fn trusted_proxies_are_networks_or_addresses() {
+        let mut given = args("https://id.example.com", "https://api.example.com");
+        given.trusted_proxies = "10.0.0.0/8, 192.0.2.1".into();
+        assert!(!ServeConfig::from_args(&given)
+            .unwrap()
+            .trusted_proxies
+            .is_empty());
+        given.trusted_proxies = "10.0.0.0/8,lb.internal".into();
+        let err = ServeConfig::from_args(&given).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "--trusted-proxies: \"lb.internal\" is not an IP address or CIDR network (such as 10.0.0.0/8 or fd00::/8)"
+        );
     }
 
     #[test]

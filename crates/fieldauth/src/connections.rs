@@ -18,6 +18,7 @@ use hyper::body::Incoming;
 use hyper::rt::{Sleep, Timer};
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
+use oauth::{ClientAddress, TrustedProxies};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
@@ -58,6 +59,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    proxies: Arc<TrustedProxies>,
     mut stopped: watch::Receiver<bool>,
     name: &'static str,
 ) {
@@ -81,6 +83,7 @@ pub async fn serve(
                 let connection = Connection {
                     router: router.clone(),
                     limits,
+                    proxies: Arc::clone(&proxies),
                     remote,
                     name,
                     _slot: slot,
@@ -121,6 +124,7 @@ fn is_connection_error(error: &io::Error) -> bool {
 struct Connection {
     router: Router,
     limits: ConnectionLimits,
+    proxies: Arc<TrustedProxies>,
     remote: SocketAddr,
     name: &'static str,
     /// Held while the connection is open: its place under the listener's limit.
@@ -132,6 +136,7 @@ impl Connection {
         let Connection {
             router,
             limits,
+            proxies,
             remote,
             name,
             _slot,
@@ -141,9 +146,12 @@ impl Connection {
             stream,
             received: Arc::clone(&received),
         });
-        // Sign-in reads the client's address (the throttle counts failures per address).
+        // The client's address, resolved once here so that the request log (outside the
+        // router) and the handlers (the sign-in throttle, the audit trail) see the same one.
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            let client = proxies.client_address(remote.ip(), request.headers());
             request.extensions_mut().insert(ConnectInfo(remote));
+            request.extensions_mut().insert(ClientAddress(client));
             router.clone().oneshot(request)
         });
         let mut builder = http1::Builder::new();

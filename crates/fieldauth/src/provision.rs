@@ -207,6 +207,7 @@ pub async fn add_member(
     now: UnixTime,
 ) -> anyhow::Result<Report> {
     let tenant_id = self::tenant(tenant)?;
+    let organization_guid = organization(organization_guid)?;
     let username = Username::parse(username)?;
     let tenant = store.tenant(&tenant_id);
     let user = existing_user(&tenant, &username).await?;
@@ -231,6 +232,7 @@ pub async fn remove_member(
     username: &str,
 ) -> anyhow::Result<Report> {
     let tenant_id = self::tenant(tenant)?;
+    let organization_guid = organization(organization_guid)?;
     let username = Username::parse(username)?;
     let tenant = store.tenant(&tenant_id);
     let user = existing_user(&tenant, &username).await?;
@@ -251,9 +253,29 @@ fn tenant(id: &str) -> anyhow::Result<TenantId> {
     TenantId::parse(id).with_context(|| format!("--tenant {id:?}"))
 }
 
+/// An organization_guid as `org create` makes them: a UUID, lowercase and hyphenated.
+fn organization(guid: &str) -> anyhow::Result<&str> {
+    let shaped = guid.len() == 36
+        && guid.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        });
+    anyhow::ensure!(
+        shaped,
+        "--org {guid:?} is not an organization_guid (a UUID)"
+    );
+    Ok(guid)
+}
+
+/// Names: trimmed, 1 to 200 characters, no control characters (nothing prints them, and
+/// PostgreSQL cannot store a NUL).
 fn non_empty<'a>(value: &'a str, flag: &str) -> anyhow::Result<&'a str> {
     let value = value.trim();
     anyhow::ensure!(!value.is_empty(), "{flag} must not be empty");
+    anyhow::ensure!(
+        !value.contains(char::is_control),
+        "{flag} must not contain control characters"
+    );
     anyhow::ensure!(
         value.chars().count() <= 200,
         "{flag} must have at most 200 characters"
@@ -275,7 +297,9 @@ fn check_email(email: &str) -> anyhow::Result<&str> {
         None => false,
     };
     anyhow::ensure!(
-        valid && email.len() <= 254 && !email.contains(char::is_whitespace),
+        valid
+            && email.len() <= 254
+            && !email.contains(|c: char| c.is_whitespace() || c.is_control()),
         "--email {email:?} is not an email address"
     );
     Ok(email)
@@ -307,8 +331,28 @@ mod tests {
             "a b@example.com",
             "a@b@c.com",
             "a@.com",
+            "a\u{0}@example.com",
+            "a@exam\u{7}ple.com",
         ] {
             assert!(check_email(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn names_and_organization_guids_refuse_control_characters() {
+        assert_eq!(non_empty("  Acme  ", "--name").unwrap(), "Acme");
+        for bad in ["", "  ", "Ac\u{0}me", "Acme\u{1b}[31m", "Ac\u{85}me"] {
+            assert!(non_empty(bad, "--name").is_err(), "{bad:?} was accepted");
+        }
+        assert!(organization("0f8fad5b-d9cb-469f-a165-70867728950e").is_ok());
+        for bad in [
+            "",
+            "0f8fad5b-d9cb-469f-a165-70867728950",
+            "0F8FAD5B-D9CB-469F-A165-70867728950E",
+            "0f8fad5b-d9cb-469f-a165-70867728950\u{0}",
+            "0f8fad5bd9cb-469f-a165-70867728950ee",
+        ] {
+            assert!(organization(bad).is_err(), "{bad:?} was accepted");
         }
     }
 }

@@ -120,10 +120,12 @@ pub async fn start_on(
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let limits = config.connections;
+    let proxies = Arc::new(config.trusted_proxies.clone());
     tasks.spawn(connections::serve(
         listeners.auth,
         auth_router,
         limits,
+        Arc::clone(&proxies),
         stopped.clone(),
         "auth",
     ));
@@ -131,6 +133,7 @@ pub async fn start_on(
         listeners.api,
         api_router,
         limits,
+        Arc::clone(&proxies),
         stopped.clone(),
         "api",
     ));
@@ -139,6 +142,7 @@ pub async fn start_on(
             listener,
             common.metrics_router(),
             limits,
+            Arc::clone(&proxies),
             stopped.clone(),
             "metrics",
         ));

@@ -60,12 +60,19 @@ pub fn http_layers(router: Router) -> Router {
                         .get(REQUEST_ID)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
+                    // The connection resolved the client's address (`--trusted-proxies`).
+                    let client = request
+                        .extensions()
+                        .get::<oauth::ClientAddress>()
+                        .map(|address| address.0.to_string())
+                        .unwrap_or_default();
                     // Handlers fill in the tenant and client once they know them.
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
                         path,
                         request_id,
+                        client_address = client,
                         tenant = tracing::field::Empty,
                         client_id = tracing::field::Empty,
                     )

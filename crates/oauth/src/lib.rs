@@ -3,6 +3,7 @@
 
 pub mod authorize;
 mod bearer;
+mod client_address;
 mod client_id;
 mod consent;
 pub mod cors;
@@ -36,6 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
+pub use client_address::{ClientAddress, InvalidProxy, TrustedProxies};
 pub use client_id::ClientId;
 pub use discovery::metadata;
 pub use error::{error_chain, OAuthError};

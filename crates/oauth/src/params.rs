@@ -2,7 +2,13 @@
 //! is an error (RFC 6749 §3.1) and one sent without a value counts as absent. Everything here
 //! runs before any authentication, so its cost is bounded by the limits below and linear in
 //! the input.
+//!
+//! Decoding is strict (issue 20): a percent-encoded sequence that is not UTF-8 is refused
+//! rather than replaced with U+FFFD, so what a handler reads is exactly what was sent. Control
+//! characters are decoded, and [`Params::first_with_control`] finds them: a form refuses them
+//! outright, the authorization endpoint once it knows where to redirect the error.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use axum::body::Bytes;
@@ -32,11 +38,36 @@ pub struct Params {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Repeated(pub &'static str);
 
+/// A query or body whose percent-decoding is not UTF-8.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NotUtf8;
+
 impl Params {
-    pub fn parse(encoded: &[u8]) -> Params {
-        Params {
-            pairs: url::form_urlencoded::parse(encoded).into_owned().collect(),
-        }
+    /// The pairs of `application/x-www-form-urlencoded` (WHATWG URL §5.1): `&`-separated, `+`
+    /// for a space, empty segments skipped, a name without `=` has the empty value.
+    pub fn parse(encoded: &[u8]) -> Result<Params, NotUtf8> {
+        let pairs = encoded
+            .split(|b| *b == b'&')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                let (name, value) = match pair.iter().position(|b| *b == b'=') {
+                    Some(at) => (&pair[..at], &pair[at + 1..]),
+                    None => (pair, &b""[..]),
+                };
+                Ok((decode(name)?, decode(value)?))
+            })
+            .collect::<Result<_, NotUtf8>>()?;
+        Ok(Params { pairs })
+    }
+
+    /// The name of the first parameter whose name or value holds a control character
+    /// (Unicode Cc: C0, DEL, C1). No parameter has a use for one, PostgreSQL cannot store a
+    /// NUL in text, and values are stored and echoed.
+    pub fn first_with_control(&self) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, v)| has_control(k) || has_control(v))
+            .map(|(k, _)| k.as_str())
     }
 
     /// The one value of `name`; `Ok(None)` when absent or empty, `Err` when repeated.
@@ -71,6 +102,26 @@ impl Params {
             .map(|(k, _)| k.as_str())
             .find(|k| !seen.insert(*k))
     }
+}
+
+/// One form-urlencoded name or value: `+` is a space, `%XX` a byte, and the bytes UTF-8.
+pub(crate) fn decode(part: &[u8]) -> Result<String, NotUtf8> {
+    let spaced: Cow<[u8]> = match part.contains(&b'+') {
+        true => Cow::Owned(
+            part.iter()
+                .map(|b| if *b == b'+' { b' ' } else { *b })
+                .collect(),
+        ),
+        false => Cow::Borrowed(part),
+    };
+    percent_encoding::percent_decode(&spaced)
+        .decode_utf8()
+        .map(Cow::into_owned)
+        .map_err(|_| NotUtf8)
+}
+
+fn has_control(value: &str) -> bool {
+    value.chars().any(char::is_control)
 }
 
 /// Whether a raw query string is within the listener's limits of length and count, checked
@@ -122,7 +173,15 @@ impl<S: Send + Sync> FromRequest<S> for FormParams {
         if count_params(&body) > MAX_PARAMS {
             return Err(OAuthError::InvalidForm("too many parameters"));
         }
-        Ok(FormParams(Params::parse(&body)))
+        let params = Params::parse(&body).map_err(|NotUtf8| {
+            OAuthError::InvalidForm("the body's percent-encoding is not UTF-8")
+        })?;
+        if params.first_with_control().is_some() {
+            return Err(OAuthError::InvalidForm(
+                "a parameter contains a control character",
+            ));
+        }
+        Ok(FormParams(params))
     }
 }
 
@@ -132,7 +191,7 @@ mod tests {
 
     #[test]
     fn single_values_empty_means_absent_and_repeats_are_errors() {
-        let params = Params::parse(b"a=1&b=&c=x%20y&d=1&d=2&s=jobs&s=email");
+        let params = Params::parse(b"a=1&b=&c=x%20y&d=1&d=2&s=jobs&s=email").unwrap();
         assert_eq!(params.single("a"), Ok(Some("1")));
         assert_eq!(params.single("b"), Ok(None));
         assert_eq!(params.single("c"), Ok(Some("x y")));
@@ -140,11 +199,58 @@ mod tests {
         assert_eq!(params.single("d"), Err(Repeated("d")));
         assert_eq!(params.all("s"), ["jobs", "email"]);
         assert_eq!(params.first_repeated(), Some("d"));
-        assert_eq!(Params::parse(b"a=1&b=2").first_repeated(), None);
+        assert_eq!(Params::parse(b"a=1&b=2").unwrap().first_repeated(), None);
         assert_eq!(
-            Params::parse(b"a=1&b=2&c=3&b=4&a=5").first_repeated(),
+            Params::parse(b"a=1&b=2&c=3&b=4&a=5")
+                .unwrap()
+                .first_repeated(),
             Some("b")
         );
+    }
+
+    #[test]
+    fn decoding_follows_the_form_encoding() {
+        let params = Params::parse(b"&a+b=c+d%2B&&flag&e=%C3%A9t%C3%A9&=x&n=%00").unwrap();
+        assert_eq!(params.single("a b"), Ok(Some("c d+")));
+        assert_eq!(params.single("flag"), Ok(None));
+        assert_eq!(params.single("e"), Ok(Some("\u{e9}t\u{e9}")));
+        assert_eq!(params.single(""), Ok(Some("x")));
+        assert_eq!(params.single("n"), Ok(Some("\0")));
+        // A `%` that does not start an escape stays as it is, as browsers send it.
+        let params = Params::parse(b"p=100%&q=%zz").unwrap();
+        assert_eq!(params.single("p"), Ok(Some("100%")));
+        assert_eq!(params.single("q"), Ok(Some("%zz")));
+    }
+
+    #[test]
+    fn percent_encoded_bytes_that_are_not_utf8_are_refused() {
+        for encoded in [
+            &b"a=%FF"[..],
+            b"a=%C3",
+            b"a=%C3%28",
+            b"%80=1",
+            b"a=%ED%A0%80",
+            b"a=\xff",
+        ] {
+            assert_eq!(Params::parse(encoded).unwrap_err(), NotUtf8, "{encoded:?}");
+        }
+    }
+
+    #[test]
+    fn control_characters_are_found_in_names_and_values() {
+        let find = |encoded: &[u8]| {
+            Params::parse(encoded)
+                .unwrap()
+                .first_with_control()
+                .map(str::to_owned)
+        };
+        assert_eq!(find(b"a=1&b=x%00y"), Some("b".into()));
+        assert_eq!(find(b"a=%0A&b=%00"), Some("a".into()));
+        assert_eq!(find(b"a%07=1"), Some("a\u{7}".into()));
+        assert_eq!(find(b"a=%7F"), Some("a".into()));
+        assert_eq!(find(b"a=%C2%85"), Some("a".into()));
+        assert_eq!(find(b"a=%09"), Some("a".into()));
+        assert_eq!(find(b"a=x+y&b=%C3%A9%E2%80%8B"), None);
     }
 
     #[test]

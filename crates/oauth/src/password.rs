@@ -62,6 +62,12 @@ pub fn check_new_password(password: &SecretString) -> Result<(), OAuthError> {
             "it must have at most 256 characters",
         ));
     }
+    // The sign-in form refuses control characters, so such a password could never be used.
+    if password.expose_secret().contains(char::is_control) {
+        return Err(OAuthError::WeakPassword(
+            "it must not contain control characters",
+        ));
+    }
     Ok(())
 }
 
@@ -92,5 +98,8 @@ mod tests {
         assert!(check_new_password(&secret("1234567")).is_err());
         assert!(check_new_password(&secret("12345678")).is_ok());
         assert!(check_new_password(&secret(&"x".repeat(257))).is_err());
+        assert!(check_new_password(&secret("correct\u{0}horse")).is_err());
+        assert!(check_new_password(&secret("correct\thorse")).is_err());
+        assert!(check_new_password(&secret("correct horse \u{e9}")).is_ok());
     }
 }

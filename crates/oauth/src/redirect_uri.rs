@@ -16,6 +16,13 @@ impl RedirectUri {
     /// schemes in reverse-domain form such as `com.example.app:/cb` (RFC 8252 §7.1).
     /// Refuses relative URIs and fragments (RFC 6749 §3.1.2) and embedded credentials.
     pub fn parse(value: &str) -> Result<RedirectUri, OAuthError> {
+        // The URL parser drops tabs and newlines and escapes other controls, but the URI is
+        // stored and compared as written: refuse what it would have to change.
+        if value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(OAuthError::InvalidRedirectUri(
+                "it contains a space or control character",
+            ));
+        }
         let url = Url::parse(value)
             .map_err(|_| OAuthError::InvalidRedirectUri("it is not an absolute URI"))?;
         if url.fragment().is_some() || value.contains('#') {
@@ -102,6 +109,10 @@ mod tests {
             "javascript:alert(1)",
             "myapp:/cb",
             "file:///etc/passwd",
+            "https://app.example.com/c\tb",
+            "https://app.example.com/cb\n",
+            "https://app.example.com/c\0b",
+            "https://app.example.com/c b",
         ] {
             assert!(RedirectUri::parse(bad).is_err(), "{bad} was accepted");
         }

@@ -2,10 +2,9 @@
 //! request, throttled per account and per client address, then start a browser session and
 //! show the consent screen.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 
-use axum::extract::{ConnectInfo, FromRequestParts, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
@@ -13,6 +12,7 @@ use secrecy::SecretString;
 use store::{FailureSubject, TenantStore};
 
 use crate::authorize::pending::{load_pending, Pending};
+use crate::client_address::ClientAddress;
 use crate::consent;
 use crate::error::OAuthError;
 use crate::events::Event;
@@ -28,26 +28,6 @@ use attempt::Attempt;
 
 mod attempt;
 
-/// The client's IP address, from the connection (a proxy in front must be trusted
-/// separately; behind one, every client shares the proxy's address bucket).
-#[derive(Clone, Copy, Debug)]
-pub struct ClientAddress(pub IpAddr);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        _state: &S,
-    ) -> Result<ClientAddress, Self::Rejection> {
-        let ip = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
-        Ok(ClientAddress(ip))
-    }
-}
-
 pub async fn post_signin(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
@@ -55,6 +35,9 @@ pub async fn post_signin(
     form: Result<FormParams, OAuthError>,
 ) -> Result<Response, PageError> {
     let FormParams(params) = form?;
+    if params.first_repeated().is_some() {
+        return Err(OAuthError::InvalidForm("a parameter is repeated").into());
+    }
     let now = state.clock.now();
     let pending = load_pending(&state, &params, &headers, now).await?;
     let username = params

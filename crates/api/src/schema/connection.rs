@@ -68,6 +68,11 @@ fn decode_cursor(cursor: &str) -> Result<Cursor> {
     };
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    // A cursor is ours only if it holds what we put in one: text as `validate::text` lets
+    // it in, so no control character but a newline.
+    if text.contains(|c: char| c.is_control() && c != '\n') {
+        return Err(bad());
+    }
     let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
     // Ids never contain ':', so the id is what follows the last one.
     let (key, id) = rest.rsplit_once(':').ok_or_else(bad)?;
@@ -133,7 +138,11 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_garbage_is_refused() {
-        for key in [SortKey::Int(-5), SortKey::Text("O'Neil: Plumbing".into())] {
+        for key in [
+            SortKey::Int(-5),
+            SortKey::Text("O'Neil: Plumbing".into()),
+            SortKey::Text("two\nlines".into()),
+        ] {
             let cursor = Cursor {
                 key,
                 id: "job_1".into(),
@@ -142,6 +151,12 @@ mod tests {
         }
         for garbage in ["", "!!", "aTox", "eDoxOmE"] {
             assert!(decode_cursor(garbage).is_err(), "{garbage}");
+        }
+        for text in ["t:a\u{0}b:job_1", "t:a:job\u{0}", "t:\u{7}:job_1"] {
+            assert!(
+                decode_cursor(&URL_SAFE_NO_PAD.encode(text)).is_err(),
+                "{text:?}"
+            );
         }
     }
 

@@ -277,7 +277,7 @@ async fn anonymous_requests_past_the_address_quota_are_temporarily_unavailable_a
     flow::signed_in_consent_page(&app, &signed_in, &authorize_url(&app, &[]), "alice").await;
     let url = authorize_url(&app, &[]);
     assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 200);
-    let requests_before = stored_requests(&app).await;
+    let requests_before = app.rows("authorization_requests").await;
 
     let refused = app.browser().get(&url).send().await.unwrap();
     assert_eq!(refused.status(), 302);
@@ -292,7 +292,7 @@ async fn anonymous_requests_past_the_address_quota_are_temporarily_unavailable_a
         "nothing started"
     );
     assert_eq!(
-        stored_requests(&app).await,
+        app.rows("authorization_requests").await,
         requests_before,
         "nothing stored"
     );
@@ -308,15 +308,4 @@ async fn anonymous_requests_past_the_address_quota_are_temporarily_unavailable_a
     app.clock.advance(600);
     assert_eq!(app.browser().get(&url).send().await.unwrap().status(), 200);
     app.stop().await;
-}
-
-/// The authorization requests the database holds, of every tenant.
-async fn stored_requests(app: &TestApp) -> i64 {
-    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
-    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM authorization_requests")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    count
 }

@@ -53,6 +53,7 @@ impl Demo {
             metrics_listen: None,
             connections: fieldauth::connections::ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            trusted_proxies: oauth::TrustedProxies::default(),
         };
         let listeners = DemoListeners {
             server: Listeners {

@@ -83,6 +83,16 @@ impl TestApp {
         .await
     }
 
+    /// A server on `db` whose configuration `configure` changes first.
+    pub async fn spawn_configured(
+        db: TestDatabase,
+        throttle: oauth::ThrottlePolicy,
+        configure: impl FnOnce(&mut ServeConfig),
+    ) -> TestApp {
+        let url = db.url.clone();
+        TestApp::start_configured(db, &url, throttle, configure).await
+    }
+
     async fn start(db: TestDatabase, server_url: &str, throttle: oauth::ThrottlePolicy) -> TestApp {
         TestApp::start_configured(db, server_url, throttle, |_| {}).await
     }
@@ -113,6 +123,7 @@ impl TestApp {
             metrics_listen: Some(metrics.local_addr().unwrap()),
             connections: ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            trusted_proxies: oauth::TrustedProxies::default(),
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();
@@ -181,6 +192,17 @@ impl TestApp {
         cli(&self.db, args, None)
     }
 
+    /// The rows of `table` in the database, of every tenant, read directly.
+    pub async fn rows(&self, table: &str) -> i64 {
+        let pool = sqlx::AnyPool::connect(&self.db.url).await.unwrap();
+        let count: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        count
+    }
+
     /// The server's time now.
     pub fn clock_now(&self) -> i64 {
         self.clock.now()
@@ -202,6 +224,21 @@ impl TestApp {
             .redirect(reqwest::redirect::Policy::none())
             .cookie_store(true)
             .local_address(address)
+            .build()
+            .unwrap()
+    }
+
+    /// A new browser whose every request carries these headers (`X-Forwarded-For` as a
+    /// proxy would add it, or as a client would spoof it).
+    pub fn browser_with(&self, headers: &[(&'static str, &str)]) -> reqwest::Client {
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            map.append(*name, value.parse().unwrap());
+        }
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .cookie_store(true)
+            .default_headers(map)
             .build()
             .unwrap()
     }

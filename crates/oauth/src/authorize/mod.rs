@@ -13,13 +13,13 @@ use axum::response::{IntoResponse, Response};
 use jose::UnixTime;
 use store::NewAuthorizationRequest;
 
+use crate::client_address::ClientAddress;
 use crate::consent;
 use crate::error::OAuthError;
 use crate::pages::{self, SignInPage};
 use crate::params::Params;
 use crate::secret::hash_secret;
 use crate::session;
-use crate::signin::ClientAddress;
 use crate::state::OAuthState;
 use crate::throttle;
 use redirect::{AuthorizeErrorCode, ErrorRedirect};
@@ -35,7 +35,10 @@ pub async fn get_authorize(
     headers: HeaderMap,
 ) -> Result<Response, pages::PageError> {
     let now = state.clock.now();
-    let params = Params::parse(query.as_deref().unwrap_or_default().as_bytes());
+    // Nothing of a query that does not decode can be trusted, the redirect URI included.
+    let params = Params::parse(query.as_deref().unwrap_or_default().as_bytes()).map_err(|_| {
+        OAuthError::UntrustedRequest("The request's percent-encoding is not UTF-8.")
+    })?;
     Ok(start_authorization(&state, &params, &headers, address, now).await?)
 }
 

@@ -21,6 +21,12 @@ pub struct WebOrigin(String);
 
 impl WebOrigin {
     pub fn parse(value: &str) -> Result<WebOrigin, OAuthError> {
+        // The URL parser would drop a tab or newline silently; refuse them instead.
+        if value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(OAuthError::InvalidWebOrigin(
+                "it contains a space or control character",
+            ));
+        }
         // An origin has no path, query, fragment or credentials (RFC 6454 §6.2), not even a
         // trailing `/`: what follows `scheme://` must be the host and port alone.
         let Some((_, authority)) = value.split_once("://") else {
@@ -190,6 +196,9 @@ mod tests {
             "com.example.app://cb",
             "null",
             "https://",
+            "https://app.exa\tmple.com",
+            "https://app.example.com\n",
+            "https://app.example.com\0",
         ] {
             assert!(
                 matches!(WebOrigin::parse(bad), Err(OAuthError::InvalidWebOrigin(_))),

@@ -28,7 +28,7 @@ fn query(extra: &str) -> String {
 
 fn error_of(query: &str) -> (AuthorizeErrorCode, Option<String>) {
     match validate(
-        &Params::parse(query.as_bytes()),
+        &Params::parse(query.as_bytes()).unwrap(),
         target(),
         "https://id.example.com",
     ) {
@@ -45,7 +45,8 @@ fn a_complete_request_validates_with_sorted_unique_scopes() {
     let request = validate(
         &Params::parse(
             query("%20openid&nonce=n&prompt=login&max_age=60&login_hint=Alice").as_bytes(),
-        ),
+        )
+        .unwrap(),
         target(),
         "https://id.example.com",
     )
@@ -131,7 +132,8 @@ fn state_nonce_and_login_hint_past_their_limits_are_invalid_request() {
             query(&at_limit)
                 .replace("state=st", &format!("state={long_state}"))
                 .as_bytes(),
-        ),
+        )
+        .unwrap(),
         target(),
         "https://id.example.com",
     )
