@@ -27,6 +27,10 @@ pub struct ServeConfig {
     pub connections: ConnectionLimits,
     /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
     pub grant_max_age: i64,
+    /// Time between two clean-ups of expired records; `None`: no clean-up on this node.
+    pub cleanup_interval: Option<Duration>,
+    /// Seconds audit events are kept.
+    pub audit_retention: i64,
 }
 
 impl ServeConfig {
@@ -56,6 +60,9 @@ impl ServeConfig {
                     .context("--max-connections is too large for this machine")?,
             },
             grant_max_age: args.grant_max_days * 86_400,
+            cleanup_interval: (args.cleanup_interval_seconds > 0)
+                .then(|| Duration::from_secs(args.cleanup_interval_seconds)),
+            audit_retention: i64::from(args.audit_retention_days) * 86_400,
         })
     }
 }
@@ -95,6 +102,8 @@ mod tests {
             idle_timeout_seconds: 60,
             max_connections: 4096,
             grant_max_days: 90,
+            cleanup_interval_seconds: 300,
+            audit_retention_days: 365,
         }
     }
 

@@ -53,6 +53,8 @@ impl Demo {
             metrics_listen: None,
             connections: fieldauth::connections::ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            cleanup_interval: None,
+            audit_retention: 365 * 86_400,
         };
         let listeners = DemoListeners {
             server: Listeners {

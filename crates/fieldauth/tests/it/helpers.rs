@@ -87,7 +87,7 @@ impl TestApp {
         TestApp::start_configured(db, server_url, throttle, |_| {}).await
     }
 
-    async fn start_configured(
+    pub async fn start_configured(
         db: TestDatabase,
         server_url: &str,
         throttle: oauth::ThrottlePolicy,
@@ -113,6 +113,9 @@ impl TestApp {
             metrics_listen: Some(metrics.local_addr().unwrap()),
             connections: ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            // Off: a test that wants the background clean-up turns it on.
+            cleanup_interval: None,
+            audit_retention: 365 * 86_400,
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();

@@ -13,6 +13,7 @@ mod audit;
 mod authorize;
 mod browser;
 mod browser_flow;
+mod cleanup;
 mod cli;
 mod consent;
 mod cors;
