@@ -404,7 +404,7 @@ async fn a_new_sqlite_file_shrinks_after_a_clean_up() {
 /// docs/deployment.md: `cargo test -p fieldauth-store --test cleanup -- --ignored
 /// --nocapture`. It prints; it asserts nothing about sizes.
 #[tokio::test]
-#[ignore = "a measurement for docs/deployment.md, run by hand"]
+#[ignore = "issue 21: a measurement for docs/deployment.md, run by hand"]
 async fn measure_sqlite_bytes_per_row() {
     const N: i64 = 2000;
     let db = TestDatabase::sqlite();
