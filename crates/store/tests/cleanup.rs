@@ -383,6 +383,38 @@ async fn two_passes_at_once_both_succeed_and_delete_each_row_once(db: &TestDatab
     assert_eq!(store.clean_up(&retention).await.unwrap().total(), 0);
 }
 
+/// A pass cleans the default database and every shard, and the tenants on each.
+#[tokio::test]
+async fn a_pass_cleans_every_database_of_the_store() {
+    let Some(default_db) = TestDatabase::postgres().await else {
+        return;
+    };
+    let shard_db = TestDatabase::sqlite();
+    let map = store::ShardMap {
+        shards: [("east".to_owned(), shard_db.url.clone())].into(),
+        tenants: [(TenantId::parse("east-tenant").unwrap(), "east".to_owned())].into(),
+    };
+    let store = Store::connect_sharded(&default_db.url, &map).await.unwrap();
+    for id in ["east-tenant", "home-tenant"] {
+        let t = TenantId::parse(id).unwrap();
+        store.create_tenant(&t, id, NOW).await.unwrap();
+        audit(&store.tenant(&t), "old", NOW).await;
+        audit(&store.tenant(&t), "recent", PASS).await;
+    }
+    assert_eq!(
+        store.database_name(&TenantId::parse("east-tenant").unwrap()),
+        "east"
+    );
+    let report = store.clean_up(&retention(PASS)).await.unwrap();
+    assert_eq!(report.total(), 2, "{report:?}");
+    for id in ["east-tenant", "home-tenant"] {
+        let t = TenantId::parse(id).unwrap();
+        let events = store.tenant(&t).audit_events(10).await.unwrap();
+        assert_eq!(events.len(), 1, "{id}");
+        assert_eq!(events[0].detail, "recent", "{id}");
+    }
+}
+
 /// A new SQLite file gives the pages a clean-up frees back to the file system.
 #[tokio::test]
 async fn a_new_sqlite_file_shrinks_after_a_clean_up() {
