@@ -38,6 +38,10 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The longest lock `--signin-lock-seconds` allows: `maintenance cleanup`, which does not know
+/// the servers' setting, keeps sign-in failure counts at least this long.
+pub const MAX_SIGNIN_LOCK_SECONDS: i64 = 86_400;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Human,
@@ -71,6 +75,9 @@ pub enum Command {
     /// The audit trail: sign-ins, consents, revoked grants and signing-key events.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Upkeep of the databases.
+    #[command(subcommand)]
+    Maintenance(MaintenanceCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,7 +131,7 @@ pub struct ServeArgs {
 
     /// Seconds a locked username or address stays locked.
     #[arg(long, env = "FIELDAUTH_SIGNIN_LOCK_SECONDS", default_value_t = 300,
-          value_parser = clap::value_parser!(i64).range(1..=86400))]
+          value_parser = clap::value_parser!(i64).range(1..=MAX_SIGNIN_LOCK_SECONDS))]
     pub signin_lock_seconds: i64,
 
     /// Authorization requests one client address (an IPv6 address by its /64) may start
@@ -176,6 +183,15 @@ pub struct ServeArgs {
     /// anyone else, those headers are ignored. Empty: none is trusted.
     #[arg(long, env = "FIELDAUTH_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// Seconds between two clean-ups of expired records on this node (0 turns it off).
+    #[arg(long, env = "FIELDAUTH_CLEANUP_INTERVAL_SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(0..=86400))]
+    pub cleanup_interval_seconds: u64,
+
+    /// Days audit events are kept (1 to 36500); the clean-up deletes older ones.
+    #[arg(long, env = "FIELDAUTH_AUDIT_RETENTION_DAYS", default_value_t = 365,
+          value_parser = clap::value_parser!(u16).range(1..=36500))]
+    pub audit_retention_days: u16,
 }
 
 /// `demo` takes every `serve` flag, and the demo app's address.
@@ -333,6 +349,20 @@ pub enum AuditCommand {
         #[arg(long, default_value_t = 100,
               value_parser = clap::value_parser!(u16).range(1..=10000))]
         limit: u16,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MaintenanceCommand {
+    /// Delete expired records now, as each server does every --cleanup-interval-seconds, and
+    /// print how many rows went from each table.
+    Cleanup {
+        /// Days audit events are kept (1 to 36500).
+        #[arg(long, env = "FIELDAUTH_AUDIT_RETENTION_DAYS", default_value_t = 365,
+              value_parser = clap::value_parser!(u16).range(1..=36500))]
+        audit_retention_days: u16,
         #[arg(long)]
         json: bool,
     },

@@ -29,6 +29,10 @@ pub struct ServeConfig {
     pub grant_max_age: i64,
     /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client (`--trusted-proxies`).
     pub trusted_proxies: TrustedProxies,
+    /// Time between two clean-ups of expired records; `None`: no clean-up on this node.
+    pub cleanup_interval: Option<Duration>,
+    /// Seconds audit events are kept.
+    pub audit_retention: i64,
 }
 
 impl ServeConfig {
@@ -60,6 +64,9 @@ impl ServeConfig {
             grant_max_age: args.grant_max_days * 86_400,
             trusted_proxies: TrustedProxies::parse(&args.trusted_proxies)
                 .context("--trusted-proxies")?,
+            cleanup_interval: (args.cleanup_interval_seconds > 0)
+                .then(|| Duration::from_secs(args.cleanup_interval_seconds)),
+            audit_retention: i64::from(args.audit_retention_days) * 86_400,
         })
     }
 }
@@ -100,6 +107,8 @@ mod tests {
             max_connections: 4096,
             grant_max_days: 90,
             trusted_proxies: String::new(),
+            cleanup_interval_seconds: 300,
+            audit_retention_days: 365,
         }
     }
 

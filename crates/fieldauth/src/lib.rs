@@ -10,6 +10,7 @@ pub mod demo_app;
 pub mod demo_records;
 mod health;
 mod keys;
+pub mod maintenance;
 pub mod metrics;
 pub mod provision;
 mod report;
@@ -28,8 +29,8 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand, OrgCommand,
-    TenantCommand, UserCommand,
+    ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand, MaintenanceCommand,
+    OrgCommand, TenantCommand, UserCommand,
 };
 use crate::config::ServeConfig;
 use crate::provision::{ClientRequest, UserRequest};
@@ -143,6 +144,13 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             limit,
             json,
         }) => (audit::list(&store, &tenant, limit).await?, json),
+        Command::Maintenance(MaintenanceCommand::Cleanup {
+            audit_retention_days,
+            json,
+        }) => (
+            maintenance::cleanup(&store, now, audit_retention_days).await?,
+            json,
+        ),
     };
     store.close().await;
     report.print(json);

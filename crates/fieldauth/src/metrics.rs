@@ -65,14 +65,42 @@ impl Default for HttpMetrics {
     }
 }
 
-/// One registry per process: the HTTP counters, `oauth`'s counters and the pools.
+/// Rows the expiry clean-up deleted, by table (a fixed set of names).
+#[derive(Clone, Debug, Default)]
+pub struct CleanupMetrics {
+    deleted: Family<TableLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabels {
+    table: &'static str,
+}
+
+impl CleanupMetrics {
+    pub fn count(&self, report: &store::CleanupReport) {
+        for (table, n) in &report.deleted {
+            self.deleted
+                .get_or_create(&TableLabels { table })
+                .inc_by(*n);
+        }
+    }
+}
+
+/// One registry per process: the HTTP counters, `oauth`'s counters, the clean-up and the
+/// pools.
 pub fn registry(
     http: &HttpMetrics,
     oauth: &oauth::Metrics,
     api_cache: &api::ResponseCache,
+    cleanup: &CleanupMetrics,
     store: &Store,
 ) -> Arc<Registry> {
     let mut registry = Registry::default();
+    registry.register(
+        "fieldauth_cleanup_deleted_rows",
+        "Rows the expiry clean-up deleted, by table",
+        cleanup.deleted.clone(),
+    );
     registry.register(
         "fieldauth_http_requests",
         "HTTP requests answered, by listener, method, route and status",

@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 
 use crate::config::ServeConfig;
 use crate::metrics::{self, HttpMetrics};
-use crate::{connections, health, telemetry};
+use crate::{connections, health, maintenance, telemetry};
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 #[derive(Debug)]
@@ -102,10 +102,12 @@ pub async fn start_on(
     )
     .context("cannot prepare the API")?;
     let http_metrics = HttpMetrics::default();
+    let cleanup_metrics = metrics::CleanupMetrics::default();
     let registry = metrics::registry(
         &http_metrics,
         oauth_state.metrics(),
         &api_state.cache,
+        &cleanup_metrics,
         &store,
     );
     let common = Common {
@@ -152,6 +154,17 @@ pub async fn start_on(
         config.key_reload_interval,
         stopped.clone(),
     ));
+    if let Some(every) = config.cleanup_interval {
+        tasks.spawn(maintenance::clean_up_every(
+            store.clone(),
+            Arc::clone(&reload_clock),
+            every,
+            config.throttle.window(),
+            config.audit_retention,
+            cleanup_metrics,
+            stopped.clone(),
+        ));
+    }
     let store_for_checkpoints = store.clone();
     let stopped_for_checkpoints = stopped.clone();
     tasks.spawn(reload_keys(

@@ -48,7 +48,7 @@ pub use random::{OsRandom, RandomSource};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 pub use state::{OAuthConfig, OAuthState, SignInSettings};
-pub use throttle::ThrottlePolicy;
+pub use throttle::{ThrottlePolicy, REQUEST_QUOTA_WINDOW};
 pub use username::Username;
 
 /// The answer to a request of the auth listener that ran out of time: the error page on the

@@ -347,8 +347,12 @@ impl Database {
                         // is above what a log reaches between two checkpoints at full load
                         // (about 80 MB), so a restarted log is written over in place instead
                         // of being truncated by a request's commit and extended again.
+                        // auto_vacuum first: it only takes on a file without tables (a new
+                        // one), which then gives the pages a clean-up frees back to the file
+                        // system (`Store::clean_up`); an older file ignores it.
                         conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                            "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; \
+                             PRAGMA synchronous = NORMAL; \
                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
                              PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0; \
                              PRAGMA journal_size_limit = 268435456;",
@@ -382,6 +386,11 @@ impl Database {
 
     pub(crate) fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// `default` or the shard's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// The turn to write, on SQLite; PostgreSQL locks rows, not the database.

@@ -4,6 +4,7 @@
 mod audit;
 mod authorization_requests;
 mod browser_sessions;
+mod cleanup;
 mod clients;
 mod code_exchange;
 mod codes;
@@ -25,6 +26,7 @@ mod users;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use browser_sessions::BrowserSession;
+pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS};
 pub use clients::{Client, ClientOrigins, ClientType, NewClient};
 pub use code_exchange::{CodeExchange, Issuance, RedeemedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};

@@ -115,6 +115,8 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         connections: fieldauth::connections::ConnectionLimits::default(),
         grant_max_age: 90 * 86_400,
         trusted_proxies: oauth::TrustedProxies::default(),
+        cleanup_interval: None,
+        audit_retention: 365 * 86_400,
     };
     let text = demo::walkthrough(&config, &second, "http://127.0.0.1:8400", &random).unwrap();
     // The demo app comes first; the curl walkthrough follows.

@@ -54,6 +54,8 @@ impl Demo {
             connections: fieldauth::connections::ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
             trusted_proxies: oauth::TrustedProxies::default(),
+            cleanup_interval: None,
+            audit_retention: 365 * 86_400,
         };
         let listeners = DemoListeners {
             server: Listeners {

@@ -97,7 +97,7 @@ impl TestApp {
         TestApp::start_configured(db, server_url, throttle, |_| {}).await
     }
 
-    async fn start_configured(
+    pub async fn start_configured(
         db: TestDatabase,
         server_url: &str,
         throttle: oauth::ThrottlePolicy,
@@ -124,6 +124,9 @@ impl TestApp {
             connections: ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
             trusted_proxies: oauth::TrustedProxies::default(),
+            // Off: a test that wants the background clean-up turns it on.
+            cleanup_interval: None,
+            audit_retention: 365 * 86_400,
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();

@@ -14,6 +14,7 @@ mod authorize;
 mod bad_input;
 mod browser;
 mod browser_flow;
+mod cleanup;
 mod cli;
 mod consent;
 mod cors;

@@ -138,7 +138,7 @@ pub async fn exchange_code(
 /// How long after its expiry a used code presented again still revokes what it issued.
 /// Codes live 60 s, so ten minutes covers any client's retry of a code it was once given;
 /// later, a presentation is only an old code, refused without consequence.
-const REPLAY_REVOCATION_WINDOW: UnixTime = 600;
+pub const REPLAY_REVOCATION_WINDOW: UnixTime = 600;
 
 /// RFC 6749 §4.1.2: a code used twice is refused, and the server SHOULD revoke the tokens it
 /// issued. Only the code's own client, authenticated, may cause that, and only until

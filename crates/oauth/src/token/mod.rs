@@ -12,6 +12,7 @@ use axum::Json;
 use store::TenantId;
 
 pub use client_auth::authenticate_client;
+pub use code::REPLAY_REVOCATION_WINDOW;
 pub use issue::{ACCESS_TOKEN_LIFETIME, ID_TOKEN_LIFETIME, REFRESH_TOKEN_LIFETIME};
 
 use crate::error::OAuthError;

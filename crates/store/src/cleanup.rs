@@ -1,0 +1,237 @@
+//! Expiry clean-up: deletes what can no longer be used, in every database of the store, one
+//! table at a time and in bounded batches, so no pass holds a lock for long or opens a big
+//! transaction. Deletes are idempotent, so nodes may run passes at once; on PostgreSQL an
+//! advisory lock lets one node clean each database per tick and the others skip it.
+//!
+//! What "can no longer be used" means is the caller's policy ([`Retention`]); the store only
+//! applies it. A table is cleaned by one line of [`RULES`].
+
+use sqlx::pool::PoolConnection;
+use sqlx::Any;
+
+use crate::db::{Backend, Database, Store};
+use crate::error::StoreError;
+use crate::UnixTime;
+
+/// Rows per delete: small enough that one delete holds SQLite's write lock for milliseconds.
+pub const CLEANUP_BATCH_ROWS: i64 = 1000;
+
+/// Free SQLite pages returned to the file system per step of `incremental_vacuum` (4 MiB of
+/// 4 KiB pages), each step a short write of its own.
+const VACUUM_STEP_PAGES: i64 = 1024;
+
+/// The advisory lock a PostgreSQL clean-up pass holds (any constant that no other lock of the
+/// database uses; the bytes spell "fldclean").
+const CLEANUP_LOCK: i64 = 0x666c_6463_6c65_616e;
+
+/// How long each kind of record is kept, in seconds, as of `now`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    pub now: UnixTime,
+    /// A used authorization code presented again still revokes its grant this long after
+    /// the code's expiry, so the code is kept until then.
+    pub code_replay_window: i64,
+    /// The access-token lifetime. A refresh token is kept this long past its expiry, and a
+    /// grant without refresh tokens is kept this long past its creation, so that a grant
+    /// outlives every access token it issued (docs/decisions.md, clean-up of grants).
+    pub access_token_lifetime: i64,
+    /// A sign-in failure count older than this has started over.
+    pub signin_window: i64,
+    /// An anonymous authorization-request quota's window.
+    pub request_quota_window: i64,
+    /// Audit events older than this go.
+    pub audit_retention: i64,
+}
+
+/// One table's clean-up: rows of `table` matching `condition`, where `$1` is the cutoff that
+/// `cutoff` computes, deleted by `key` (the table's primary key).
+struct Rule {
+    table: &'static str,
+    key: &'static str,
+    condition: &'static str,
+    cutoff: fn(&Retention) -> UnixTime,
+}
+
+/// Every table that holds records that expire, in the order of a pass: refresh tokens before
+/// the grants that can only go once their tokens have. The columns in the conditions are
+/// indexed (migrations 0005, 0007, 0008), so a batch reads no more than it deletes.
+#[rustfmt::skip]
+const RULES: &[Rule] = &[
+    Rule { table: "authorization_requests", key: "tenant_id, request_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
+    Rule { table: "browser_sessions", key: "tenant_id, session_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
+    Rule { table: "authorization_codes", key: "tenant_id, code_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.code_replay_window },
+    Rule { table: "refresh_tokens", key: "tenant_id, token_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.access_token_lifetime },
+    Rule { table: "grants", key: "tenant_id, grant_id", condition: "created_at <= $1 AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.tenant_id = grants.tenant_id AND t.grant_id = grants.grant_id)", cutoff: |r| r.now - r.access_token_lifetime },
+    Rule { table: "signin_failures", key: "tenant_id, kind, subject", condition: "last_attempt_at < $1", cutoff: |r| r.now - r.signin_window },
+    Rule { table: "authorization_request_quotas", key: "tenant_id, address", condition: "window_started_at <= $1", cutoff: |r| r.now - r.request_quota_window },
+    Rule { table: "audit_events", key: "seq", condition: "occurred_at < $1", cutoff: |r| r.now - r.audit_retention },
+];
+
+/// What one pass did, summed over the databases.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// Rows deleted per table, every table of the pass in its order (zeros included).
+    pub deleted: Vec<(&'static str, u64)>,
+    /// Databases another node was cleaning (PostgreSQL): left to it this time.
+    pub skipped: Vec<String>,
+    /// SQLite pages given back to the file system after the deletes.
+    pub pages_released: u64,
+}
+
+impl CleanupReport {
+    /// Rows deleted in all tables.
+    pub fn total(&self) -> u64 {
+        self.deleted.iter().map(|(_, n)| n).sum()
+    }
+}
+
+impl Store {
+    /// One clean-up pass over every database of the store (the default one and each shard).
+    pub async fn clean_up(&self, retention: &Retention) -> Result<CleanupReport, StoreError> {
+        self.clean_up_in_batches(retention, CLEANUP_BATCH_ROWS)
+            .await
+    }
+
+    /// [`Store::clean_up`] with deletes of at most `batch` rows.
+    pub async fn clean_up_in_batches(
+        &self,
+        retention: &Retention,
+        batch: i64,
+    ) -> Result<CleanupReport, StoreError> {
+        let mut report = CleanupReport {
+            deleted: RULES.iter().map(|rule| (rule.table, 0)).collect(),
+            ..CleanupReport::default()
+        };
+        for database in self.databases() {
+            let mut conn = database.pool().acquire().await?;
+            if database.backend() == Backend::Postgres {
+                // A connection that fails mid-pass is closed, not pooled with the lock held.
+                conn.close_on_drop();
+                self.count_statement();
+                let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                    .bind(CLEANUP_LOCK)
+                    .fetch_one(&mut *conn)
+                    .await?;
+                if !locked {
+                    report.skipped.push(database.name().to_owned());
+                    continue;
+                }
+            }
+            let mut deleted_here = 0;
+            for (rule, (_, count)) in RULES.iter().zip(report.deleted.iter_mut()) {
+                let n = self
+                    .delete_expired(database, &mut conn, rule, retention, batch)
+                    .await?;
+                *count += n;
+                deleted_here += n;
+            }
+            match database.backend() {
+                Backend::Postgres => {
+                    self.count_statement();
+                    sqlx::query("SELECT pg_advisory_unlock($1)")
+                        .bind(CLEANUP_LOCK)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                Backend::Sqlite if deleted_here > 0 => {
+                    report.pages_released += self.release_free_pages(database, &mut conn).await?;
+                }
+                Backend::Sqlite => {}
+            }
+        }
+        Ok(report)
+    }
+
+    /// Deletes a table's expired rows, `batch` at a time, until a batch finds fewer.
+    async fn delete_expired(
+        &self,
+        database: &Database,
+        conn: &mut PoolConnection<Any>,
+        rule: &Rule,
+        retention: &Retention,
+        batch: i64,
+    ) -> Result<u64, StoreError> {
+        let Rule {
+            table,
+            key,
+            condition,
+            cutoff,
+        } = rule;
+        // One shape on both engines: the keys of one batch, then the delete of those keys.
+        let statement = format!(
+            "DELETE FROM {table} WHERE ({key}) IN \
+             (SELECT {key} FROM {table} WHERE {condition} LIMIT $2)"
+        );
+        let cutoff = cutoff(retention);
+        let mut total = 0;
+        loop {
+            // SQLite: each batch waits for the process's turn to write, as a request does,
+            // and lets the requests in line go before the next.
+            let _turn = match database.writer() {
+                Some(turn) => Some(turn.lock_owned().await),
+                None => None,
+            };
+            self.count_statement();
+            let deleted = sqlx::query(&statement)
+                .bind(cutoff)
+                .bind(batch)
+                .execute(&mut **conn)
+                .await?
+                .rows_affected();
+            total += deleted;
+            if deleted < u64::try_from(batch).unwrap_or(0) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// SQLite: gives the free pages back to the file system in short steps. Only a file in
+    /// `auto_vacuum = INCREMENTAL` mode (every file created since migration 0008) has any to
+    /// give; in an older file the free pages stay inside it and new rows reuse them, so it
+    /// still does not grow past what its live rows once needed (docs/deployment.md).
+    async fn release_free_pages(
+        &self,
+        database: &Database,
+        conn: &mut PoolConnection<Any>,
+    ) -> Result<u64, StoreError> {
+        self.count_statement();
+        let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+            .fetch_one(&mut **conn)
+            .await?;
+        // 2 is INCREMENTAL.
+        if mode != 2 {
+            return Ok(0);
+        }
+        let mut released = 0;
+        loop {
+            let before = self.free_pages(conn).await?;
+            if before == 0 {
+                return Ok(released);
+            }
+            {
+                let _turn = match database.writer() {
+                    Some(turn) => Some(turn.lock_owned().await),
+                    None => None,
+                };
+                self.count_statement();
+                sqlx::query(&format!("PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})"))
+                    .execute(&mut **conn)
+                    .await?;
+            }
+            let after = self.free_pages(conn).await?;
+            if after >= before {
+                // Nothing moved (another connection holds the pages): next pass.
+                return Ok(released);
+            }
+            released += before - after;
+        }
+    }
+
+    async fn free_pages(&self, conn: &mut PoolConnection<Any>) -> Result<u64, StoreError> {
+        self.count_statement();
+        let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(&mut **conn)
+            .await?;
+        Ok(u64::try_from(free).unwrap_or(0))
+    }
+}
