@@ -78,6 +78,35 @@ pub enum Command {
     /// Upkeep of the databases.
     #[command(subcommand)]
     Maintenance(MaintenanceCommand),
+    /// Bearer tokens of the admin API.
+    #[command(subcommand)]
+    AdminToken(AdminTokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminTokenCommand {
+    /// Create a token and print it, once. Without --tenant it administers every tenant.
+    Create {
+        /// What the audit trail calls changes made with it: 1 to 64 letters, digits, - _ .
+        #[arg(long)]
+        name: String,
+        /// The one tenant it may see and change.
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tokens (never their values).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by name; requests with it are refused at once.
+    Revoke {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

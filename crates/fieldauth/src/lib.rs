@@ -1,6 +1,7 @@
 //! The `fieldauth` binary's library: command line, configuration, wiring and the operator's
 //! commands. `main.rs` only parses, installs logging and reports the outcome.
 
+mod admin_tokens;
 mod audit;
 pub mod cli;
 pub mod config;
@@ -29,8 +30,8 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand, MaintenanceCommand,
-    OrgCommand, TenantCommand, UserCommand,
+    AdminTokenCommand, ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand,
+    MaintenanceCommand, OrgCommand, TenantCommand, UserCommand,
 };
 use crate::config::ServeConfig;
 use crate::provision::{ClientRequest, UserRequest};
@@ -151,6 +152,16 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             maintenance::cleanup(&store, now, audit_retention_days).await?,
             json,
         ),
+        Command::AdminToken(AdminTokenCommand::Create { name, tenant, json }) => (
+            admin_tokens::create(&store, &name, tenant.as_deref(), &random, now).await?,
+            json,
+        ),
+        Command::AdminToken(AdminTokenCommand::List { json }) => {
+            (admin_tokens::list(&store).await?, json)
+        }
+        Command::AdminToken(AdminTokenCommand::Revoke { name, json }) => {
+            (admin_tokens::revoke(&store, &name, now).await?, json)
+        }
     };
     store.close().await;
     report.print(json);

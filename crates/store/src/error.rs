@@ -18,6 +18,7 @@ pub enum Entity {
     WorkOrder,
     Job,
     Invoice,
+    AdminToken,
 }
 
 impl fmt::Display for Entity {
@@ -36,6 +37,7 @@ impl fmt::Display for Entity {
             Entity::WorkOrder => "work order",
             Entity::Job => "job",
             Entity::Invoice => "invoice",
+            Entity::AdminToken => "admin token",
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Persistence for fieldauth: the records of every tenant and the global signing keys, on
 //! SQLite (embedded default) or PostgreSQL, behind one API whose queries are written once.
 
+mod admin_tokens;
 mod audit;
 mod authorization_requests;
 mod browser_sessions;
@@ -23,6 +24,7 @@ mod tenants;
 pub mod testing;
 mod users;
 
+pub use admin_tokens::AdminToken;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use browser_sessions::BrowserSession;

@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod admin_tokens;
 mod api;
 mod api_access;
 mod api_areas;
