@@ -27,6 +27,8 @@ pub struct ServeConfig {
     pub connections: ConnectionLimits,
     /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
     pub grant_max_age: i64,
+    /// The KEKs that seal the signing keys; none: keys in clear.
+    pub key_encryption: oauth::sealing::KeyEncryption,
 }
 
 impl ServeConfig {
@@ -56,6 +58,7 @@ impl ServeConfig {
                     .context("--max-connections is too large for this machine")?,
             },
             grant_max_age: args.grant_max_days * 86_400,
+            key_encryption: crate::keys::key_encryption(&args.kek)?,
         })
     }
 }
@@ -95,6 +98,7 @@ mod tests {
             idle_timeout_seconds: 60,
             max_connections: 4096,
             grant_max_days: 90,
+            kek: Default::default(),
         }
     }
 

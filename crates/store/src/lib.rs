@@ -3,6 +3,7 @@
 
 mod audit;
 mod authorization_requests;
+mod backup;
 mod browser_sessions;
 mod clients;
 mod code_exchange;
@@ -24,6 +25,7 @@ mod users;
 
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
+pub use backup::backup_sqlite;
 pub use browser_sessions::BrowserSession;
 pub use clients::{Client, ClientOrigins, ClientType, NewClient};
 pub use code_exchange::{CodeExchange, Issuance, RedeemedCode};
@@ -39,7 +41,7 @@ pub use field::{
     SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
-pub use keys::StoredSigningKey;
+pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};

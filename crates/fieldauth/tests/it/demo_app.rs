@@ -53,6 +53,7 @@ impl Demo {
             metrics_listen: None,
             connections: fieldauth::connections::ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            key_encryption: Default::default(),
         };
         let listeners = DemoListeners {
             server: Listeners {

@@ -113,6 +113,7 @@ impl TestApp {
             metrics_listen: Some(metrics.local_addr().unwrap()),
             connections: ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
+            key_encryption: Default::default(),
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();
