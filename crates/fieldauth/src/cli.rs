@@ -395,4 +395,29 @@ mod tests {
             other => panic!("parsed as {other:?}"),
         }
     }
+
+    #[test]
+    fn a_previous_kek_needs_a_current_one() {
+        let previous = ["--previous-key-encryption-key-file", "old.kek"];
+        let alone = Cli::try_parse_from([&["fieldauth", "serve"][..], &previous].concat());
+        assert_eq!(
+            alone.map(|_| ()).unwrap_err().kind(),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        let both = Cli::try_parse_from(
+            [
+                &["fieldauth", "keys", "rotate"][..],
+                &previous,
+                &["--key-encryption-key-file", "new.kek"],
+            ]
+            .concat(),
+        );
+        match both.map(|c| c.command) {
+            Ok(Command::Keys(KeysCommand::Rotate { kek, .. })) => {
+                assert_eq!(kek.key_encryption_key_file, Some("new.kek".into()));
+                assert_eq!(kek.previous_key_encryption_key_file, Some("old.kek".into()));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
 }
