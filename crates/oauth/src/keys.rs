@@ -31,9 +31,9 @@ pub struct SigningKeys {
 }
 
 impl SigningKeys {
-    /// Seals the keys stored in clear (or under the previous KEK) when a KEK is given, then
-    /// loads the active keys, generating the first one when the database has none. A key
-    /// sealed by a KEK the node was not given stops the start.
+    /// Seals the keys stored in clear when a KEK is given, then loads the active keys,
+    /// generating the first one when the database has none. A key sealed by a KEK the node
+    /// was not given stops the start.
     pub async fn load_or_create(
         store: &Store,
         now: UnixTime,
