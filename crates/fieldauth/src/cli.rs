@@ -81,6 +81,14 @@ pub enum Command {
     /// Bearer tokens of the admin API.
     #[command(subcommand)]
     AdminToken(AdminTokenCommand),
+    /// Copy the live SQLite database (--database-url) to a new file, while the server runs.
+    Backup {
+        /// The copy to create: a file that does not exist yet (created with mode 0600).
+        #[arg(long)]
+        to: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -107,6 +115,24 @@ pub enum AdminTokenCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The key encryption keys (KEK) that seal the signing keys in the database
+/// (docs/deployment.md, Encryption of keys at rest).
+#[derive(Clone, Debug, Default, Args)]
+pub struct KekArgs {
+    /// A file holding the key encryption key that seals the signing keys: 32 random bytes,
+    /// or the file `fieldauth keys new-kek` writes. Keys stored in clear are sealed at start.
+    #[arg(long, env = "FIELDAUTH_KEY_ENCRYPTION_KEY_FILE")]
+    pub key_encryption_key_file: Option<std::path::PathBuf>,
+
+    /// While the KEK changes: the previous KEK's file, to open keys it still seals.
+    #[arg(
+        long,
+        env = "FIELDAUTH_PREVIOUS_KEY_ENCRYPTION_KEY_FILE",
+        requires = "key_encryption_key_file"
+    )]
+    pub previous_key_encryption_key_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -221,6 +247,9 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_AUDIT_RETENTION_DAYS", default_value_t = 365,
           value_parser = clap::value_parser!(u16).range(1..=36500))]
     pub audit_retention_days: u16,
+
+    #[command(flatten)]
+    pub kek: KekArgs,
 }
 
 /// `demo` takes every `serve` flag, and the demo app's address.
@@ -354,6 +383,27 @@ pub enum KeysCommand {
     },
     /// Create a new RSA-2048 key; it signs from the next reload of each node.
     Rotate {
+        #[command(flatten)]
+        kek: KekArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a new key encryption key (32 random bytes, base64url) to a new file, mode 0600.
+    NewKek {
+        /// The file to create; an existing file is never overwritten.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Seal every signing key under a new key encryption key, in one transaction.
+    Rewrap {
+        /// The KEK that seals the keys now (omit it when they are stored in clear).
+        #[arg(long, env = "FIELDAUTH_KEY_ENCRYPTION_KEY_FILE")]
+        key_encryption_key_file: Option<std::path::PathBuf>,
+        /// The KEK to seal them with from now on.
+        #[arg(long)]
+        new_key_encryption_key_file: std::path::PathBuf,
         #[arg(long)]
         json: bool,
     },
@@ -407,6 +457,31 @@ mod tests {
         match cli.map(|c| c.command) {
             Ok(Command::Keys(KeysCommand::Retire { kid, json })) => {
                 assert_eq!((kid.as_str(), json), ("-pQ2x_k", true));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_previous_kek_needs_a_current_one() {
+        let previous = ["--previous-key-encryption-key-file", "old.kek"];
+        let alone = Cli::try_parse_from([&["fieldauth", "serve"][..], &previous].concat());
+        assert_eq!(
+            alone.map(|_| ()).unwrap_err().kind(),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        let both = Cli::try_parse_from(
+            [
+                &["fieldauth", "keys", "rotate"][..],
+                &previous,
+                &["--key-encryption-key-file", "new.kek"],
+            ]
+            .concat(),
+        );
+        match both.map(|c| c.command) {
+            Ok(Command::Keys(KeysCommand::Rotate { kek, .. })) => {
+                assert_eq!(kek.key_encryption_key_file, Some("new.kek".into()));
+                assert_eq!(kek.previous_key_encryption_key_file, Some("old.kek".into()));
             }
             other => panic!("parsed as {other:?}"),
         }

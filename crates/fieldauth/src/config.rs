@@ -33,6 +33,8 @@ pub struct ServeConfig {
     pub cleanup_interval: Option<Duration>,
     /// Seconds audit events are kept.
     pub audit_retention: i64,
+    /// The KEKs that seal the signing keys; none: keys in clear.
+    pub key_encryption: oauth::sealing::KeyEncryption,
 }
 
 impl ServeConfig {
@@ -67,6 +69,7 @@ impl ServeConfig {
             cleanup_interval: (args.cleanup_interval_seconds > 0)
                 .then(|| Duration::from_secs(args.cleanup_interval_seconds)),
             audit_retention: i64::from(args.audit_retention_days) * 86_400,
+            key_encryption: crate::keys::key_encryption(&args.kek)?,
         })
     }
 }
@@ -109,6 +112,7 @@ mod tests {
             trusted_proxies: String::new(),
             cleanup_interval_seconds: 300,
             audit_retention_days: 365,
+            kek: Default::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod admin_tokens;
 mod audit;
+mod backup;
 pub mod cli;
 pub mod config;
 pub mod connections;
@@ -58,10 +59,28 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         print!("{}", api::sdl());
         return Ok(());
     }
+    // These two need no migrated store: a new KEK touches no database, and a backup must
+    // not migrate the database it copies (a copy taken before an upgrade).
+    match &cli.command {
+        Command::Keys(KeysCommand::NewKek { out, json }) => {
+            keys::new_kek(out)?.print(*json);
+            return Ok(());
+        }
+        Command::Backup { to, json } => {
+            backup::backup(&cli, to).await?.print(*json);
+            return Ok(());
+        }
+        _ => {}
+    }
     let store = open_store(&cli).await?;
     let now = clock.now();
     let (report, json) = match cli.command {
-        Command::Serve(_) | Command::Demo(_) | Command::Api(_) => return Ok(()), // handled above
+        // handled above
+        Command::Serve(_)
+        | Command::Demo(_)
+        | Command::Api(_)
+        | Command::Backup { .. }
+        | Command::Keys(KeysCommand::NewKek { .. }) => return Ok(()),
         Command::Tenant(TenantCommand::Create { tenant, name, json }) => (
             provision::create_tenant(&store, &tenant, name.as_deref(), now).await?,
             json,
@@ -136,7 +155,22 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
             json,
         ),
         Command::Keys(KeysCommand::List { json }) => (keys::list(&store, now).await?, json),
-        Command::Keys(KeysCommand::Rotate { json }) => (keys::rotate(&store, now).await?, json),
+        Command::Keys(KeysCommand::Rotate { kek, json }) => {
+            (keys::rotate(&store, &kek, now).await?, json)
+        }
+        Command::Keys(KeysCommand::Rewrap {
+            key_encryption_key_file,
+            new_key_encryption_key_file,
+            json,
+        }) => (
+            keys::rewrap(
+                &store,
+                key_encryption_key_file.as_deref(),
+                &new_key_encryption_key_file,
+            )
+            .await?,
+            json,
+        ),
         Command::Keys(KeysCommand::Retire { kid, json }) => {
             (keys::retire(&store, &kid, now).await?, json)
         }
@@ -196,6 +230,10 @@ async fn serve_until_signal(
         tracing::info!("shutting down: finishing requests in flight");
         running.shutdown().await;
     } else {
+        if config.key_encryption.sealing_kek().is_none() {
+            // The demo stays zero-setup and quiet; a real deployment hears it at every start.
+            tracing::warn!("signing keys are stored in clear in the database: start with --key-encryption-key-file to seal them (docs/deployment.md)");
+        }
         let listeners = serve::bind_listeners(config).await?;
         let server = serve::start_on(config, listeners, store.clone(), clock).await?;
         shutdown_signal().await;

@@ -70,9 +70,10 @@ pub async fn start_on(
         None => None,
     };
 
-    let signing_keys = SigningKeys::load_or_create(&store, clock.now())
-        .await
-        .context("cannot load the signing keys")?;
+    let signing_keys =
+        SigningKeys::load_or_create(&store, clock.now(), config.key_encryption.clone())
+            .await
+            .map_err(|e| crate::keys::naming_the_kek(e, "cannot load the signing keys"))?;
     let origins = AllowedOrigins::load(&store)
         .await
         .context("cannot load the clients' origins for CORS")?;

@@ -63,6 +63,16 @@ pub enum OAuthError {
     Blocking,
     #[error("no signing key is available")]
     NoSigningKey,
+    /// The stored keys kept changing while this node sealed them.
+    #[error("the signing keys changed while they were being sealed; try again")]
+    KeysChanging,
+    /// A signing key's private half could not be sealed or opened (`sealing.rs`).
+    #[error("signing key {kid}")]
+    KeySealing {
+        kid: String,
+        #[source]
+        error: crate::sealing::SealError,
+    },
     #[error("signing or key handling failed")]
     Jose(#[from] jose::JoseError),
     #[error("storage failure")]
@@ -152,6 +162,8 @@ impl OAuthError {
             | OAuthError::Randomness
             | OAuthError::Blocking
             | OAuthError::NoSigningKey
+            | OAuthError::KeySealing { .. }
+            | OAuthError::KeysChanging
             | OAuthError::Jose(_)
             | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }

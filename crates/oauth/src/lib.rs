@@ -22,6 +22,7 @@ mod random;
 mod redirect_uri;
 mod revoke;
 mod scope;
+pub mod sealing;
 pub mod secret;
 mod session;
 mod signin;
@@ -43,7 +44,10 @@ pub use discovery::metadata;
 pub use error::{error_chain, OAuthError};
 pub use events::{Metrics, RevokeReason};
 pub use issuer::Issuer;
-pub use keys::{rotate_signing_key, signing_index, LoadedKeys, SigningKeys};
+pub use keys::{
+    check_keys_open, rewrap_stored_keys, rotate_signing_key, seal_stored_keys, signing_index,
+    LoadedKeys, SigningKeys,
+};
 pub use random::{OsRandom, RandomSource};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;

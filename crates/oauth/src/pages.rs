@@ -107,6 +107,8 @@ impl IntoResponse for PageError {
             | OAuthError::Randomness
             | OAuthError::Blocking
             | OAuthError::NoSigningKey
+            | OAuthError::KeySealing { .. }
+            | OAuthError::KeysChanging
             | OAuthError::Jose(_)
             | OAuthError::Store(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,

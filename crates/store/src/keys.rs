@@ -1,5 +1,6 @@
 //! Signing keys: the one global table, since the issuer is global. The private key is stored
-//! as PKCS#8 DER; parsing and signing belong to the `jose` crate.
+//! as PKCS#8 DER, or sealed under a key encryption key; the store keeps the bytes it is given.
+//! Sealing belongs to `oauth`, parsing and signing to `jose`.
 
 use crate::db::{Backend, Store};
 use crate::error::{Entity, StoreError};
@@ -32,6 +33,22 @@ const FIRST_KEY_LOCK: i64 = 0x666c_6461_7574_6831;
 
 type KeyRow = (String, String, Vec<u8>, i64, Option<i64>);
 
+/// A new value for one key's stored private key, written only while the old one is still there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PrivateKeyChange {
+    pub kid: String,
+    pub from: Vec<u8>,
+    pub to: Vec<u8>,
+}
+
+impl std::fmt::Debug for PrivateKeyChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivateKeyChange")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
 fn key_from_row((kid, algorithm, private_key, created_at, retired_at): KeyRow) -> StoredSigningKey {
     StoredSigningKey {
         kid,
@@ -47,7 +64,7 @@ impl Store {
     pub async fn insert_signing_key(
         &self,
         kid: &str,
-        private_key_pkcs8: &[u8],
+        private_key: &[u8],
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
@@ -57,7 +74,7 @@ impl Store {
              VALUES ($1, 'RS256', $2, $3)",
         )
         .bind(kid)
-        .bind(private_key_pkcs8.to_vec())
+        .bind(private_key.to_vec())
         .bind(now)
         .execute(&mut *tx)
         .await
@@ -74,7 +91,7 @@ impl Store {
     pub async fn insert_first_signing_key(
         &self,
         kid: &str,
-        private_key_pkcs8: &[u8],
+        private_key: &[u8],
         now: UnixTime,
     ) -> Result<bool, StoreError> {
         let mut tx = self.pool().begin().await?;
@@ -95,7 +112,7 @@ impl Store {
              WHERE NOT EXISTS (SELECT 1 FROM signing_keys WHERE retired_at IS NULL)",
         )
         .bind(kid)
-        .bind(private_key_pkcs8.to_vec())
+        .bind(private_key.to_vec())
         .bind(now)
         .execute(&mut *tx)
         .await
@@ -149,6 +166,35 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         Ok(rows.into_iter().map(key_from_row).collect())
+    }
+
+    /// Replaces the stored private keys (sealing them, or sealing them anew) in one
+    /// transaction, each only if it still holds `from`. Returns false, having changed
+    /// nothing, when one of them changed meanwhile (another node or command sealed it): the
+    /// caller reads the keys again.
+    pub async fn replace_private_keys(
+        &self,
+        changes: &[PrivateKeyChange],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        for change in changes {
+            self.count_statement();
+            let done = sqlx::query(
+                "UPDATE signing_keys SET private_key = $1 WHERE kid = $2 AND private_key = $3",
+            )
+            .bind(change.to.clone())
+            .bind(&change.kid)
+            .bind(change.from.clone())
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() != 1 {
+                // Dropping the transaction rolls it back.
+                return Ok(false);
+            }
+        }
+        self.count_statement();
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Takes a key out of the JWKS. `NotFound` for an unknown or already retired key;

@@ -4,6 +4,7 @@
 mod admin_tokens;
 mod audit;
 mod authorization_requests;
+mod backup;
 mod browser_sessions;
 mod cleanup;
 mod clients;
@@ -27,6 +28,7 @@ mod users;
 pub use admin_tokens::AdminToken;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
+pub use backup::backup_sqlite;
 pub use browser_sessions::BrowserSession;
 pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS};
 pub use clients::{Client, ClientOrigins, ClientType, NewClient};
@@ -43,7 +45,7 @@ pub use field::{
     SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
-pub use keys::StoredSigningKey;
+pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};

@@ -38,6 +38,7 @@ on_both_backends!(
     memberships_need_known_user_and_organization_once,
     one_tenant_never_sees_another_tenants_records,
     signing_keys_newest_signs_and_retirement_rules,
+    private_keys_are_replaced_all_or_none_and_only_where_unchanged,
     authorization_requests_bind_to_a_browser_and_are_consumed_once,
     browser_sessions_expire_and_stay_in_their_tenant,
     authorization_codes_are_stored_once,
@@ -355,6 +356,53 @@ async fn one_tenant_never_sees_another_tenants_records(store: Store) {
         matches!(cross, Err(StoreError::NotFound(Entity::User))),
         "{cross:?}"
     );
+}
+
+/// Sealing the keys (issue 21 §3) replaces each one only while it holds the bytes the caller
+/// read, and all of them or none: two nodes sealing at once cannot both write.
+async fn private_keys_are_replaced_all_or_none_and_only_where_unchanged(store: Store) {
+    use store::PrivateKeyChange;
+    store.insert_signing_key("k1", b"der-1", NOW).await.unwrap();
+    store.insert_signing_key("k2", b"der-2", NOW).await.unwrap();
+    let change = |kid: &str, from: &[u8], to: &[u8]| PrivateKeyChange {
+        kid: kid.to_owned(),
+        from: from.to_vec(),
+        to: to.to_vec(),
+    };
+    let stored = |store: Store| async move {
+        let keys = store.list_signing_keys().await.unwrap();
+        keys.into_iter()
+            .map(|k| (k.kid, k.private_key))
+            .collect::<Vec<_>>()
+    };
+    // k2 no longer holds "der-x": nothing is written, k1 included.
+    let stale = [
+        change("k1", b"der-1", b"sealed-1"),
+        change("k2", b"der-x", b"sealed-2"),
+    ];
+    assert!(!store.replace_private_keys(&stale).await.unwrap());
+    assert_eq!(
+        stored(store.clone()).await,
+        [
+            ("k2".to_owned(), b"der-2".to_vec()),
+            ("k1".to_owned(), b"der-1".to_vec())
+        ]
+    );
+    let fresh = [
+        change("k1", b"der-1", b"sealed-1"),
+        change("k2", b"der-2", b"sealed-2"),
+    ];
+    assert!(store.replace_private_keys(&fresh).await.unwrap());
+    assert_eq!(
+        stored(store.clone()).await,
+        [
+            ("k2".to_owned(), b"sealed-2".to_vec()),
+            ("k1".to_owned(), b"sealed-1".to_vec())
+        ]
+    );
+    // The same change again finds the new bytes: refused.
+    assert!(!store.replace_private_keys(&fresh).await.unwrap());
+    assert!(store.replace_private_keys(&[]).await.unwrap());
 }
 
 async fn signing_keys_newest_signs_and_retirement_rules(store: Store) {

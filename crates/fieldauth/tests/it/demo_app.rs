@@ -56,6 +56,7 @@ impl Demo {
             trusted_proxies: oauth::TrustedProxies::default(),
             cleanup_interval: None,
             audit_retention: 365 * 86_400,
+            key_encryption: Default::default(),
         };
         let listeners = DemoListeners {
             server: Listeners {

@@ -127,6 +127,7 @@ impl TestApp {
             // Off: a test that wants the background clean-up turns it on.
             cleanup_interval: None,
             audit_retention: 365 * 86_400,
+            key_encryption: Default::default(),
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();
