@@ -188,7 +188,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() != 1 {
-                // Dropping the transaction rolls it back.
+                // Rolled back now: a dropped transaction's rollback waits for the connection's
+                // next use, and until then its row locks stay held in the pool.
+                tx.rollback().await?;
                 return Ok(false);
             }
         }
@@ -219,6 +221,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
+            tx.rollback().await?;
             return Err(StoreError::NotFound(Entity::SigningKey));
         }
         self.key_event(&mut tx, "key.retired", kid, now).await?;
