@@ -63,7 +63,7 @@ async fn admin_tokens_are_shown_once_stored_as_a_hash_and_revoked_by_name(db: Te
         &["admin-token", "create", "--name", "x", "--tenant", "ghost"],
         None,
     );
-    assert_refused(&ghost, "tenant ghost");
+    assert_refused(&ghost, "cannot create the admin token: tenant not found");
 
     let listed = json_output(&cli(&db, &["admin-token", "list", "--json"], None));
     let listed = listed["admin_tokens"].as_array().unwrap();
@@ -90,7 +90,7 @@ async fn admin_tokens_are_shown_once_stored_as_a_hash_and_revoked_by_name(db: Te
     assert_ok(&cli(&db, &["admin-token", "revoke", "ops"], None));
     assert_refused(
         &cli(&db, &["admin-token", "revoke", "ops"], None),
-        "no active admin token is named \"ops\"",
+        "cannot revoke admin token \"ops\": active admin token not found",
     );
     let listed = json_output(&cli(&db, &["admin-token", "list", "--json"], None));
     assert_eq!(listed["admin_tokens"][1]["status"], "revoked");
