@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use store::testing::TestDatabase;
 
-use crate::flow::{assert_oauth_error, code_for, exchange, seed};
+use crate::flow::{assert_oauth_error, code_for, seed};
 use crate::helpers::{eventually, json_output, on_both_backends, TestApp};
-use crate::refresh::refresh;
+use crate::refresh::{first_refresh_token, refresh};
 
 on_both_backends!(
     a_consumed_refresh_token_still_revokes_its_grant_after_a_clean_up,
@@ -17,20 +17,6 @@ on_both_backends!(
 );
 
 const DAY: i64 = 86_400;
-
-/// A grant with a refresh token, through the browser and the token endpoint.
-async fn refresh_token(app: &TestApp) -> String {
-    let code = code_for(
-        app,
-        &app.browser(),
-        &[("scope", Some("openid offline_access jobs"))],
-    )
-    .await;
-    exchange(app, &code).await["refresh_token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 async fn rotated(app: &TestApp, token: &str) -> String {
     let response = refresh(app, token, &[]).await;
@@ -58,7 +44,7 @@ fn count(report: &store::CleanupReport, table: &str) -> u64 {
 async fn a_consumed_refresh_token_still_revokes_its_grant_after_a_clean_up(db: TestDatabase) {
     let app = TestApp::spawn(db).await;
     seed(&app).await;
-    let first = refresh_token(&app).await;
+    let first = first_refresh_token(&app).await;
     let second = rotated(&app, &first).await;
     let newest = rotated(&app, &second).await;
 
@@ -85,7 +71,7 @@ async fn the_cli_deletes_what_expired_and_keeps_what_lives(db: TestDatabase) {
     // (real) time, sign-in counts included (the CLI keeps them a day, the longest lock),
     // except the refresh token (30 days) and its grant.
     app.clock.set(app.clock_now() - 2 * DAY);
-    let token = refresh_token(&app).await;
+    let token = first_refresh_token(&app).await;
 
     let report = json_output(&app.cli(&["maintenance", "cleanup", "--json"]));
     let deleted = &report["deleted"];

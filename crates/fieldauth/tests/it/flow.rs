@@ -147,6 +147,16 @@ pub fn hidden(html: &str, name: &str) -> String {
     html[start..].split('"').next().unwrap().to_owned()
 }
 
+/// The hidden `tenant`, `request` and `csrf` of a sign-in or consent form: what every
+/// submission of it carries back.
+pub fn form_handles(page: &str) -> (String, String, String) {
+    (
+        hidden(page, "tenant"),
+        hidden(page, "request"),
+        hidden(page, "csrf"),
+    )
+}
+
 pub async fn post_form(
     browser: &reqwest::Client,
     url: &str,
@@ -163,11 +173,7 @@ pub async fn sign_in(
     username: &str,
     password: &str,
 ) -> reqwest::Response {
-    let (tenant, request, csrf) = (
-        hidden(page, "tenant"),
-        hidden(page, "request"),
-        hidden(page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(page);
     let fields = [
         ("tenant", tenant.as_str()),
         ("request", &request),
@@ -187,11 +193,7 @@ pub async fn consent(
     organization: Option<&str>,
     scopes: &[&str],
 ) -> reqwest::Response {
-    let (tenant, request, csrf) = (
-        hidden(page, "tenant"),
-        hidden(page, "request"),
-        hidden(page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(page);
     let mut fields = vec![
         ("tenant", tenant.as_str()),
         ("request", &request),

@@ -15,7 +15,8 @@ use store::{NewClient, NewUser, Store, TenantId};
 use tokio::sync::oneshot;
 
 use crate::flow::{
-    hidden, location_params, param, CHALLENGE, CLIENT_ID, PASSWORD, REDIRECT_URI, TENANT, VERIFIER,
+    form_handles, location_params, param, CHALLENGE, CLIENT_ID, PASSWORD, REDIRECT_URI, TENANT,
+    VERIFIER,
 };
 
 pub const ALICE_SUB: &str = "00000000-0000-4000-8000-000000000000";
@@ -340,11 +341,7 @@ pub async fn sign_in(
     username: &str,
     password: &str,
 ) -> reqwest::Response {
-    let (tenant, request, csrf) = (
-        hidden(page, "tenant"),
-        hidden(page, "request"),
-        hidden(page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(page);
     let fields = [
         ("tenant", tenant.as_str()),
         ("request", &request),
@@ -364,11 +361,7 @@ pub async fn allow(
     organization: &str,
     scopes: &[&str],
 ) -> reqwest::Response {
-    let (tenant, request, csrf) = (
-        hidden(page, "tenant"),
-        hidden(page, "request"),
-        hidden(page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(page);
     let mut fields = vec![
         ("tenant", tenant.as_str()),
         ("request", &request),

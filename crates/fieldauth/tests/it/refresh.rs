@@ -19,7 +19,8 @@ on_both_backends!(
     a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed,
 );
 
-async fn first_refresh_token(app: &TestApp) -> String {
+/// A grant with a refresh token, through the browser and the token endpoint.
+pub(crate) async fn first_refresh_token(app: &TestApp) -> String {
     let code = code_for(
         app,
         &app.browser(),

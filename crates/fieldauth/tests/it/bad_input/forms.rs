@@ -7,7 +7,7 @@ use store::testing::TestDatabase;
 use super::{
     assert_page, body_defects, encode, encode_with, post_raw, Defect, Kind, LONG, OVER_LIMIT,
 };
-use crate::flow::{authorize_url, hidden, location_params, param, seed, PASSWORD};
+use crate::flow::{authorize_url, form_handles, location_params, param, seed, PASSWORD};
 use crate::helpers::{on_both_backends, TestApp};
 
 on_both_backends!(
@@ -40,11 +40,7 @@ async fn every_field_of_the_sign_in_form_refuses_bad_input(db: TestDatabase) {
     let browser = app.browser();
     let page = browser.get(authorize_url(&app, &[])).send().await.unwrap();
     let page = page.text().await.unwrap();
-    let (tenant, request, csrf) = (
-        hidden(&page, "tenant"),
-        hidden(&page, "request"),
-        hidden(&page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(&page);
     let fields = [
         ("tenant", tenant.as_str()),
         ("request", &request),
@@ -93,11 +89,7 @@ async fn every_field_of_the_consent_form_refuses_bad_input(db: TestDatabase) {
     let browser = app.browser();
     let url = authorize_url(&app, &[]);
     let page = crate::flow::signed_in_consent_page(&app, &browser, &url, "alice").await;
-    let (tenant, request, csrf) = (
-        hidden(&page, "tenant"),
-        hidden(&page, "request"),
-        hidden(&page, "csrf"),
-    );
+    let (tenant, request, csrf) = form_handles(&page);
     let fields = [
         ("tenant", tenant.as_str()),
         ("request", &request),
