@@ -6,6 +6,18 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use store::StoreError;
 
+/// The wire form of every error (RFC 9457 §3), as the OpenAPI document describes it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// A URN per kind of error, stable across versions: `urn:fieldauth:problem:not-found`.
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    pub title: String,
+    pub status: u16,
+    /// For people; for invalid input it names the field.
+    pub detail: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     /// No admin token, an unknown one, or a revoked one: 401 with `WWW-Authenticate: Bearer`.
@@ -14,6 +26,12 @@ pub enum AdminError {
     /// Nothing of this kind that the token may see (another tenant's resource included).
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// What only an every-tenant token may do (create, delete or list all tenants).
+    #[error("only an admin token of every tenant may {0}")]
+    Forbidden(&'static str),
+    /// An `If-Match` that no longer matches the resource's `ETag`: someone changed it since.
+    #[error("the {0} changed since it was read (If-Match no longer matches its ETag)")]
+    PreconditionFailed(&'static str),
     /// Input that breaks a rule; the message names the field.
     #[error("{0}")]
     Invalid(String),
@@ -34,6 +52,8 @@ impl AdminError {
         match self {
             AdminError::Unauthorized => "urn:fieldauth:problem:unauthorized",
             AdminError::NotFound(_) => "urn:fieldauth:problem:not-found",
+            AdminError::Forbidden(_) => "urn:fieldauth:problem:forbidden",
+            AdminError::PreconditionFailed(_) => "urn:fieldauth:problem:precondition-failed",
             AdminError::Invalid(_) => "urn:fieldauth:problem:invalid-input",
             AdminError::Conflict(_) => "urn:fieldauth:problem:conflict",
             AdminError::Unavailable => "urn:fieldauth:problem:unavailable",
@@ -45,6 +65,8 @@ impl AdminError {
         match self {
             AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
             AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AdminError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
             AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -56,6 +78,8 @@ impl AdminError {
         match self {
             AdminError::Unauthorized => "Unauthorized",
             AdminError::NotFound(_) => "Not found",
+            AdminError::Forbidden(_) => "Forbidden",
+            AdminError::PreconditionFailed(_) => "Precondition failed",
             AdminError::Invalid(_) => "Invalid input",
             AdminError::Conflict(_) => "Conflict",
             AdminError::Unavailable => "Unavailable",

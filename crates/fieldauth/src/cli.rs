@@ -5,6 +5,11 @@ use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::manage::clients::ClientCommand;
+pub use crate::manage::orgs::OrgCommand;
+pub use crate::manage::tenants::TenantCommand;
+pub use crate::manage::users::UserCommand;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "fieldauth",
@@ -213,6 +218,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FIELDAUTH_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
 
+    /// Address of the admin API's listener (`/admin/v1/`, with `/healthz`, `/readyz` and
+    /// `/metrics`), never the auth or API listener's. Keep it on loopback or a private
+    /// network. Empty: no admin API on this node.
+    #[arg(long, env = "FIELDAUTH_ADMIN_LISTEN", default_value = "127.0.0.1:8082")]
+    pub admin_listen: String,
+
     /// Seconds a client has to send a request's line and headers, counted from the
     /// connection's start or from the request's first byte; a slower client is disconnected
     /// (1 to 300).
@@ -266,112 +277,6 @@ pub struct DemoArgs {
         default_value = "127.0.0.1:8400"
     )]
     pub demo_app_listen: SocketAddr,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TenantCommand {
-    /// Create a tenant. Its id is 1 to 63 characters of a-z, 0-9 and '-'.
-    Create {
-        tenant: String,
-        /// Display name (defaults to the id).
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List the tenants.
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ClientCommand {
-    /// Register a client. Confidential clients get a secret, shown once.
-    Create {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        client_id: String,
-        /// A redirect URI, matched exactly; repeat for several.
-        #[arg(long = "redirect-uri", required = true)]
-        redirect_uris: Vec<String>,
-        /// A client that can keep a secret (server-side web app).
-        #[arg(long)]
-        confidential: bool,
-        /// Name shown on the consent screen (defaults to the client id).
-        #[arg(long)]
-        name: Option<String>,
-        /// A scope the client may request; repeat for several (default: every scope).
-        #[arg(long = "scope")]
-        scopes: Vec<String>,
-        /// An origin (scheme://host[:port]) whose pages may call the token, userinfo,
-        /// revocation, discovery, JWKS and API endpoints, besides the origins of the
-        /// redirect URIs; repeat for several.
-        #[arg(long = "web-origin")]
-        web_origins: Vec<String>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum UserCommand {
-    /// Create a user; the password is read from standard input.
-    Create {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        username: String,
-        /// Full name (the `name` claim).
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        email: String,
-        /// Read the password from standard input (required: passwords never go in argv).
-        #[arg(long, required = true)]
-        password_stdin: bool,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum OrgCommand {
-    /// Create an organization; prints its organization_guid.
-    Create {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Make a user a member of an organization.
-    AddMember {
-        #[arg(long)]
-        tenant: String,
-        /// The organization_guid.
-        #[arg(long)]
-        org: String,
-        #[arg(long)]
-        username: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// End a user's membership of an organization; their grants for it end at once.
-    RemoveMember {
-        #[arg(long)]
-        tenant: String,
-        /// The organization_guid.
-        #[arg(long)]
-        org: String,
-        #[arg(long)]
-        username: String,
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 #[derive(Debug, Subcommand)]

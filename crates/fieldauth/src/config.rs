@@ -23,6 +23,8 @@ pub struct ServeConfig {
     pub api_cache_bytes: usize,
     /// The metrics listener's address; `None`: no metrics listener.
     pub metrics_listen: Option<SocketAddr>,
+    /// The admin API listener's address; `None`: no admin API on this node.
+    pub admin_listen: Option<SocketAddr>,
     /// Each listener's timeouts and connection cap.
     pub connections: ConnectionLimits,
     /// Seconds a grant lasts from its code exchange (`--grant-max-days`).
@@ -57,6 +59,12 @@ impl ServeConfig {
             api_cache_bytes: usize::try_from(args.api_cache_mib.saturating_mul(1 << 20))
                 .context("--api-cache-mib is too large for this machine")?,
             metrics_listen: args.metrics_listen,
+            admin_listen: match args.admin_listen.trim() {
+                "" => None,
+                addr => Some(addr.parse().with_context(|| {
+                    format!("--admin-listen {addr:?}: not an address and port")
+                })?),
+            },
             connections: ConnectionLimits {
                 header_read_timeout: Duration::from_secs(args.header_read_timeout_seconds),
                 idle_timeout: Duration::from_secs(args.idle_timeout_seconds),
@@ -105,6 +113,7 @@ mod tests {
             authorize_max_requests_per_address: 600,
             api_cache_mib: 64,
             metrics_listen: None,
+            admin_listen: "127.0.0.1:0".into(),
             header_read_timeout_seconds: 10,
             idle_timeout_seconds: 60,
             max_connections: 4096,

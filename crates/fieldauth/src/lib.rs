@@ -13,6 +13,7 @@ pub mod demo_records;
 mod health;
 mod keys;
 pub mod maintenance;
+pub mod manage;
 pub mod metrics;
 pub mod provision;
 mod report;
@@ -31,11 +32,9 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    AdminTokenCommand, ApiCommand, AuditCommand, ClientCommand, Command, DemoArgs, KeysCommand,
-    MaintenanceCommand, OrgCommand, TenantCommand, UserCommand,
+    AdminTokenCommand, ApiCommand, AuditCommand, Command, DemoArgs, KeysCommand, MaintenanceCommand,
 };
 use crate::config::ServeConfig;
-use crate::provision::{ClientRequest, UserRequest};
 
 /// Runs one command to completion.
 pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
@@ -74,6 +73,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
     }
     let store = open_store(&cli).await?;
     let now = clock.now();
+    let shell = manage::Shell::new(&store, &random, now);
     let (report, json) = match cli.command {
         // handled above
         Command::Serve(_)
@@ -81,79 +81,10 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         | Command::Api(_)
         | Command::Backup { .. }
         | Command::Keys(KeysCommand::NewKek { .. }) => return Ok(()),
-        Command::Tenant(TenantCommand::Create { tenant, name, json }) => (
-            provision::create_tenant(&store, &tenant, name.as_deref(), now).await?,
-            json,
-        ),
-        Command::Tenant(TenantCommand::List { json }) => {
-            (provision::list_tenants(&store).await?, json)
-        }
-        Command::Client(ClientCommand::Create {
-            tenant,
-            client_id,
-            redirect_uris,
-            confidential,
-            name,
-            scopes,
-            web_origins,
-            json,
-        }) => {
-            let request = ClientRequest {
-                tenant: &tenant,
-                client_id: &client_id,
-                redirect_uris: &redirect_uris,
-                confidential,
-                name: name.as_deref(),
-                scopes: &scopes,
-                web_origins: &web_origins,
-            };
-            (
-                provision::create_client(&store, &request, &random, now).await?,
-                json,
-            )
-        }
-        Command::User(UserCommand::Create {
-            tenant,
-            username,
-            name,
-            email,
-            password_stdin: _,
-            json,
-        }) => {
-            let password = read_password_from_stdin()?;
-            let request = UserRequest {
-                tenant: &tenant,
-                username: &username,
-                name: &name,
-                email: &email,
-            };
-            (
-                provision::create_user(&store, &request, password, &random, now).await?,
-                json,
-            )
-        }
-        Command::Org(OrgCommand::Create { tenant, name, json }) => (
-            provision::create_organization(&store, &tenant, &name, &random, now).await?,
-            json,
-        ),
-        Command::Org(OrgCommand::AddMember {
-            tenant,
-            org,
-            username,
-            json,
-        }) => (
-            provision::add_member(&store, &tenant, &org, &username, now).await?,
-            json,
-        ),
-        Command::Org(OrgCommand::RemoveMember {
-            tenant,
-            org,
-            username,
-            json,
-        }) => (
-            provision::remove_member(&store, &tenant, &org, &username).await?,
-            json,
-        ),
+        Command::Tenant(command) => manage::tenants::run(command, &shell).await?,
+        Command::Client(command) => manage::clients::run(command, &shell).await?,
+        Command::User(command) => manage::users::run(command, &shell).await?,
+        Command::Org(command) => manage::orgs::run(command, &shell).await?,
         Command::Keys(KeysCommand::List { json }) => (keys::list(&store, now).await?, json),
         Command::Keys(KeysCommand::Rotate { kek, json }) => {
             (keys::rotate(&store, &kek, now).await?, json)
@@ -268,7 +199,7 @@ async fn shutdown_signal() {
 
 /// The password is the whole of standard input, less one trailing newline, so both
 /// `printf %s pw |` and `echo pw |` work; it never appears in argv or the environment.
-fn read_password_from_stdin() -> anyhow::Result<SecretString> {
+pub(crate) fn read_password_from_stdin() -> anyhow::Result<SecretString> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)

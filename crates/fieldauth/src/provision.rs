@@ -11,38 +11,6 @@ use store::{NewClient, NewUser, Store, TenantId, TenantStore, User};
 
 use crate::report::Report;
 
-pub async fn create_tenant(
-    store: &Store,
-    id: &str,
-    name: Option<&str>,
-    now: UnixTime,
-) -> anyhow::Result<Report> {
-    let tenant_id = TenantId::parse(id).with_context(|| format!("tenant {id:?}"))?;
-    let name = non_empty(name.unwrap_or(id), "--name")?;
-    store
-        .create_tenant(&tenant_id, name, now)
-        .await
-        .with_context(|| format!("cannot create tenant {id:?}"))?;
-    Ok(Report::new(
-        json!({ "tenant": tenant_id.as_str() }),
-        format!("created tenant {tenant_id}"),
-    ))
-}
-
-pub async fn list_tenants(store: &Store) -> anyhow::Result<Report> {
-    let tenants = store.list_tenants().await.context("cannot list tenants")?;
-    let text = tenants
-        .iter()
-        .map(|t| format!("{}\t{}", t.tenant_id, t.name))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let list: Vec<_> = tenants
-        .iter()
-        .map(|t| json!({ "tenant": t.tenant_id.as_str(), "name": t.name, "created_at": t.created_at }))
-        .collect();
-    Ok(Report::new(json!({ "tenants": list }), text))
-}
-
 /// What `client create` was asked for, before validation.
 #[derive(Debug)]
 pub struct ClientRequest<'a> {

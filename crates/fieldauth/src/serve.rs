@@ -31,6 +31,8 @@ pub struct Server {
     pub api_addr: SocketAddr,
     /// The metrics listener's address, when there is one (`--metrics-listen`).
     pub metrics_addr: Option<SocketAddr>,
+    /// The admin API listener's address, when there is one (`--admin-listen`).
+    pub admin_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -44,6 +46,10 @@ pub async fn bind_listeners(config: &ServeConfig) -> anyhow::Result<Listeners> {
             Some(addr) => Some(bind(addr, "--metrics-listen").await?),
             None => None,
         },
+        admin: match config.admin_listen {
+            Some(addr) => Some(bind(addr, "--admin-listen").await?),
+            None => None,
+        },
     })
 }
 
@@ -55,6 +61,8 @@ pub struct Listeners {
     pub api: TcpListener,
     /// `/metrics` and the probes, off the public listeners; none unless configured.
     pub metrics: Option<TcpListener>,
+    /// The admin API, its probes and `/metrics`; none unless configured.
+    pub admin: Option<TcpListener>,
 }
 
 pub async fn start_on(
@@ -70,6 +78,11 @@ pub async fn start_on(
         None => None,
     };
 
+    let admin_addr = match &listeners.admin {
+        Some(listener) => Some(listener.local_addr()?),
+        None => None,
+    };
+
     let signing_keys =
         SigningKeys::load_or_create(&store, clock.now(), config.key_encryption.clone())
             .await
@@ -78,6 +91,12 @@ pub async fn start_on(
         .await
         .context("cannot load the clients' origins for CORS")?;
     let reload_clock = Arc::clone(&clock);
+    let admin_state = admin::http::AdminState::new(
+        store.clone(),
+        Arc::clone(&clock),
+        Arc::new(OsRandom::new()),
+        config.issuer.as_str(),
+    );
     let oauth_state = OAuthState::new(
         OAuthConfig {
             issuer: config.issuer.clone(),
@@ -150,6 +169,16 @@ pub async fn start_on(
             "metrics",
         ));
     }
+    if let Some(listener) = listeners.admin {
+        tasks.spawn(connections::serve(
+            listener,
+            common.admin_router(admin_state),
+            limits,
+            Arc::clone(&proxies),
+            stopped.clone(),
+            "admin",
+        ));
+    }
     tasks.spawn(origins.clone().reload_every(
         store.clone(),
         config.key_reload_interval,
@@ -183,10 +212,14 @@ pub async fn start_on(
     if let Some(metrics_addr) = metrics_addr {
         tracing::info!(%metrics_addr, "serving metrics");
     }
+    if let Some(admin_addr) = admin_addr {
+        tracing::info!(%admin_addr, "serving the admin API");
+    }
     Ok(Server {
         auth_addr,
         api_addr,
         metrics_addr,
+        admin_addr,
         stop,
         tasks,
     })
@@ -251,6 +284,20 @@ impl Common<'_> {
         telemetry::http_layers(router)
     }
 
+    /// The admin listener: the admin API, the probes and `/metrics`, under the deadline.
+    /// No CORS: the admin API is for back offices and scripts, never for browsers' pages.
+    fn admin_router(&self, state: admin::http::AdminState) -> Router {
+        let router = admin::http::router(state)
+            .merge(metrics::router(Arc::clone(self.registry)))
+            .merge(health::router(self.store.clone()))
+            .layer(axum::middleware::from_fn_with_state("admin", deadline))
+            .layer(axum::middleware::from_fn_with_state(
+                (self.http_metrics.clone(), "admin"),
+                metrics::track,
+            ));
+        telemetry::http_layers(router)
+    }
+
     fn cors(&self, listener: &str) -> Cors {
         let routes = match listener {
             "api" => API_CORS_ROUTES,
@@ -283,6 +330,10 @@ async fn deadline(
         Err(_) if listener == "api" => {
             tracing::warn!("request deadline passed: answered 503");
             api::ApiError::Unavailable.into_response()
+        }
+        Err(_) if listener == "admin" => {
+            tracing::warn!("request deadline passed: answered 503");
+            admin::AdminError::Unavailable.into_response()
         }
         Err(_) => oauth::timed_out(&path),
     };

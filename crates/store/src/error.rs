@@ -48,6 +48,9 @@ pub enum StoreError {
     Conflict(Entity),
     #[error("{0} not found")]
     NotFound(Entity),
+    /// A conditional update found the record at another revision than the one expected.
+    #[error("{0} changed since it was read")]
+    Changed(Entity),
     #[error("the last active signing key cannot be retired; rotate first")]
     LastActiveKey,
     #[error("invalid tenant id: {0}")]

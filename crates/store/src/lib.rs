@@ -18,9 +18,11 @@ mod grants;
 mod keys;
 mod organizations;
 mod request_quotas;
+mod revision;
 mod signin_failures;
 mod tenant;
 mod tenants;
+mod tenants_admin;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod users;
@@ -47,6 +49,7 @@ pub use field::{
 pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
 pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
+pub use revision::Revision;
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;

@@ -112,6 +112,7 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         throttle: oauth::ThrottlePolicy::default(),
         api_cache_bytes: 0,
         metrics_listen: None,
+        admin_listen: None,
         connections: fieldauth::connections::ConnectionLimits::default(),
         grant_max_age: 90 * 86_400,
         trusted_proxies: oauth::TrustedProxies::default(),

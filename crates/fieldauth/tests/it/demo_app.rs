@@ -51,6 +51,7 @@ impl Demo {
             throttle: oauth::ThrottlePolicy::default(),
             api_cache_bytes: 8 << 20,
             metrics_listen: None,
+            admin_listen: None,
             connections: fieldauth::connections::ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
             trusted_proxies: oauth::TrustedProxies::default(),
@@ -63,6 +64,7 @@ impl Demo {
                 auth,
                 api,
                 metrics: None,
+                admin: None,
             },
             app: TcpListener::bind("127.0.0.1:0").await.unwrap(),
         };

@@ -43,6 +43,8 @@ pub struct TestApp {
     pub api_url: String,
     /// `http://` and the metrics listener's address.
     pub metrics_url: String,
+    /// The admin API's listener, `http://127.0.0.1:<port>`.
+    pub admin_url: String,
     pub http: reqwest::Client,
     /// The server's clock: starts at the real time (the CLI writes real times) and moves
     /// only when a test says so.
@@ -107,6 +109,8 @@ impl TestApp {
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_url = format!("http://{}", admin.local_addr().unwrap());
         let issuer = format!("http://{}", auth.local_addr().unwrap());
         let api_url = format!("http://{}", api.local_addr().unwrap());
         let metrics_url = format!("http://{}", metrics.local_addr().unwrap());
@@ -121,6 +125,7 @@ impl TestApp {
             // On, as in production, so every API test also runs through the cache.
             api_cache_bytes: 8 << 20,
             metrics_listen: Some(metrics.local_addr().unwrap()),
+            admin_listen: Some(admin.local_addr().unwrap()),
             connections: ConnectionLimits::default(),
             grant_max_age: 90 * 86_400,
             trusted_proxies: oauth::TrustedProxies::default(),
@@ -149,6 +154,7 @@ impl TestApp {
                 auth,
                 api,
                 metrics: Some(metrics),
+                admin: Some(admin),
             },
             server_store.clone(),
             clock.clone(),
@@ -165,6 +171,7 @@ impl TestApp {
             issuer,
             api_url,
             metrics_url,
+            admin_url,
             http,
             clock,
             server_store,

@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod admin_api;
 mod admin_tokens;
 mod api;
 mod api_access;

@@ -75,7 +75,7 @@ async fn every_stored_flag_of_the_cli_refuses_control_characters_and_long_values
                 &["tenant", "create", "globex", "--name", &bad("Globex")],
                 None,
             ),
-            "--name must not contain control characters",
+            "name must not contain control characters",
         );
         refused(
             cli(

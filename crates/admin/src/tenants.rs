@@ -1,0 +1,149 @@
+//! Tenants: created and deleted only by an admin token of every tenant; read and renamed by
+//! their own tenant's tokens too.
+
+use serde::{Deserialize, Serialize};
+use store::{Revision, Tenant, TenantId};
+use utoipa::ToSchema;
+
+use crate::audit::{self, Change};
+use crate::context::{about, Ctx};
+use crate::error::AdminError;
+use crate::etag::Precondition;
+use crate::page::{Page, PageRequest};
+use crate::text::display_name;
+use crate::versioned::Versioned;
+
+/// A tenant as the admin API shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TenantView {
+    /// The tenant id: 1 to 63 of `[a-z0-9-]`.
+    pub tenant: String,
+    pub name: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+impl From<&Tenant> for TenantView {
+    fn from(tenant: &Tenant) -> TenantView {
+        TenantView {
+            tenant: tenant.tenant_id.as_str().to_owned(),
+            name: tenant.name.clone(),
+            created_at: tenant.created_at,
+        }
+    }
+}
+
+/// `POST /admin/v1/tenants`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTenant {
+    pub tenant: String,
+    /// Defaults to the id.
+    pub name: Option<String>,
+}
+
+/// `PATCH /admin/v1/tenants/{tenant}`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantChanges {
+    pub name: String,
+}
+
+pub async fn create(ctx: &Ctx<'_>, new: &NewTenant) -> Result<Versioned<TenantView>, AdminError> {
+    ctx.require_every_tenant("create tenants")?;
+    let id =
+        TenantId::parse(&new.tenant).map_err(|e| AdminError::Invalid(format!("tenant: {e}")))?;
+    let name = display_name(new.name.as_deref().unwrap_or(&new.tenant), "name")?;
+    let tenant = ctx
+        .store
+        .create_tenant(&id, name, ctx.now)
+        .await
+        .map_err(about("tenant"))?;
+    let records = ctx.records(&id);
+    audit::record(
+        ctx,
+        &records,
+        Change {
+            kind: "admin.tenant.created",
+            what: format!("tenant {id} created, named {name:?}"),
+            ..Change::default()
+        },
+    )
+    .await?;
+    Ok(Versioned {
+        value: TenantView::from(&tenant),
+        revision: Revision {
+            created_at: tenant.created_at,
+            revision: 1,
+        },
+    })
+}
+
+/// Every tenant for an admin of every tenant; its own for a tenant's admin. By id.
+pub async fn list(
+    ctx: &Ctx<'_>,
+    request: &PageRequest<String>,
+) -> Result<Page<TenantView>, AdminError> {
+    let tenants = ctx.store.list_tenants().await?;
+    let rows: Vec<Tenant> = tenants
+        .into_iter()
+        .filter(|t| ctx.admin.may_administer(&t.tenant_id))
+        .filter(|t| {
+            request
+                .after
+                .as_deref()
+                .is_none_or(|after| t.tenant_id.as_str() > after)
+        })
+        .filter(|t| {
+            request.search.as_deref().is_none_or(|q| {
+                t.tenant_id.as_str().contains(q) || t.name.to_lowercase().contains(q)
+            })
+        })
+        .take(request.limit as usize + 1)
+        .collect();
+    Ok(Page::from_rows(
+        rows,
+        request,
+        |t| t.tenant_id.as_str().to_owned(),
+        |t| TenantView::from(&t),
+    ))
+}
+
+pub async fn get(ctx: &Ctx<'_>, tenant: &str) -> Result<Versioned<TenantView>, AdminError> {
+    let id = ctx.tenant(tenant).await?;
+    let (tenant, revision) = ctx
+        .records(&id)
+        .find_with_revision()
+        .await?
+        .ok_or(AdminError::NotFound("tenant"))?;
+    Ok(Versioned {
+        value: TenantView::from(&tenant),
+        revision,
+    })
+}
+
+pub async fn rename(
+    ctx: &Ctx<'_>,
+    tenant: &str,
+    changes: &TenantChanges,
+    precondition: Precondition,
+) -> Result<Versioned<TenantView>, AdminError> {
+    let id = ctx.tenant(tenant).await?;
+    let name = display_name(&changes.name, "name")?;
+    let records = ctx.records(&id);
+    records
+        .rename(name, precondition.expected())
+        .await
+        .map_err(about("tenant"))?;
+    audit::record(
+        ctx,
+        &records,
+        Change {
+            kind: "admin.tenant.renamed",
+            what: format!("tenant {id} renamed to {name:?}"),
+            ..Change::default()
+        },
+    )
+    .await?;
+    get(ctx, tenant).await
+}

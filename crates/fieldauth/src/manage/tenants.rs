@@ -1,0 +1,118 @@
+//! `fieldauth tenant …`: the CLI front end of [`admin::tenants`].
+
+use admin::etag::Precondition;
+use admin::page::{PageQuery, PageRequest};
+use admin::tenants::{self, NewTenant, TenantChanges, TenantView};
+use admin::Versioned;
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{all_pages, failed, if_match, Outcome, Shell};
+use crate::report::Report;
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant. Its id is 1 to 63 characters of a-z, 0-9 and '-'.
+    Create {
+        tenant: String,
+        /// Display name (defaults to the id).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tenants, by id.
+    List {
+        /// Only those whose id or name contains this (case-insensitive).
+        #[arg(long)]
+        q: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a tenant, with its ETag.
+    Show {
+        tenant: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a tenant.
+    Rename {
+        tenant: String,
+        #[arg(long)]
+        name: String,
+        /// Apply only if the tenant is still at this ETag (as `show` printed it).
+        #[arg(long)]
+        if_match: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Outcome> {
+    let ctx = shell.ctx("");
+    Ok(match command {
+        TenantCommand::Create { tenant, name, json } => {
+            let new = NewTenant { tenant, name };
+            let made = tenants::create(&ctx, &new)
+                .await
+                .map_err(failed("create the tenant"))?;
+            let text = format!("created tenant {}", made.value.tenant);
+            (shown(&made, text), json)
+        }
+        TenantCommand::List { q, json } => {
+            let all = all_pages(|cursor| {
+                let query = PageQuery {
+                    cursor,
+                    limit: Some(admin::page::MAX_LIMIT),
+                    q: q.clone(),
+                };
+                let ctx = &ctx;
+                async move { tenants::list(ctx, &PageRequest::parse(&query)?).await }
+            })
+            .await
+            .map_err(failed("list tenants"))?;
+            let text = all
+                .iter()
+                .map(|t| format!("{}\t{}", t.tenant, t.name))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (Report::new(json!({ "tenants": all }), text), json)
+        }
+        TenantCommand::Show { tenant, json } => {
+            let found = tenants::get(&ctx, &tenant)
+                .await
+                .map_err(failed("show the tenant"))?;
+            let text = format!(
+                "tenant {}\nname: {}\ncreated: {}\netag: {}",
+                found.value.tenant,
+                found.value.name,
+                found.value.created_at,
+                found.etag()
+            );
+            (shown(&found, text), json)
+        }
+        TenantCommand::Rename {
+            tenant,
+            name,
+            if_match: tag,
+            json,
+        } => {
+            let precondition: Precondition = if_match(tag.as_deref())?;
+            let renamed = tenants::rename(&ctx, &tenant, &TenantChanges { name }, precondition)
+                .await
+                .map_err(failed("rename the tenant"))?;
+            let text = format!(
+                "renamed tenant {} to {:?}",
+                renamed.value.tenant, renamed.value.name
+            );
+            (shown(&renamed, text), json)
+        }
+    })
+}
+
+/// A tenant as `--json` prints it: the admin API's body, and its ETag.
+fn shown(tenant: &Versioned<TenantView>, text: String) -> Report {
+    let mut body = serde_json::to_value(&tenant.value).unwrap_or_default();
+    body["etag"] = json!(tenant.etag());
+    Report::new(body, text)
+}

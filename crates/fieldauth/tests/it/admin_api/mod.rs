@@ -1,0 +1,7 @@
+//! The admin API over HTTP, on its own listener, with real admin tokens: every operation on
+//! SQLite and PostgreSQL, tenant tokens confined to their tenant, and the contract (problem
+//! JSON, ETags and If-Match).
+
+mod listener;
+mod support;
+mod tenants;
