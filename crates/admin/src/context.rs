@@ -70,7 +70,7 @@ pub fn about(entity: &'static str) -> impl Fn(StoreError) -> AdminError {
     move |error| match error {
         StoreError::NotFound(what) => AdminError::NotFound(entity_name(what, entity)),
         StoreError::Conflict(what) => {
-            AdminError::Conflict(format!("{} exists already", entity_name(what, entity)))
+            AdminError::Conflict(format!("{} already exists", entity_name(what, entity)))
         }
         StoreError::Changed(what) => AdminError::PreconditionFailed(entity_name(what, entity)),
         StoreError::Refused(why) => AdminError::Conflict(why),
