@@ -86,6 +86,9 @@ pub enum Command {
     /// Bearer tokens of the admin API.
     #[command(subcommand)]
     AdminToken(AdminTokenCommand),
+    /// The admin API's contract.
+    #[command(subcommand)]
+    AdminApi(AdminApiCommand),
     /// Copy the live SQLite database (--database-url) to a new file, while the server runs.
     Backup {
         /// The copy to create: a file that does not exist yet (created with mode 0600).
@@ -138,6 +141,13 @@ pub struct KekArgs {
         requires = "key_encryption_key_file"
     )]
     pub previous_key_encryption_key_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminApiCommand {
+    /// Print the admin API's OpenAPI 3.1 document (the repository keeps it as
+    /// admin-openapi.json; the admin listener serves it at /admin/v1/openapi.json).
+    Openapi,
 }
 
 #[derive(Debug, Subcommand)]

@@ -32,7 +32,8 @@ use secrecy::SecretString;
 use store::Store;
 
 use crate::cli::{
-    AdminTokenCommand, ApiCommand, AuditCommand, Command, DemoArgs, KeysCommand, MaintenanceCommand,
+    AdminApiCommand, AdminTokenCommand, ApiCommand, AuditCommand, Command, DemoArgs, KeysCommand,
+    MaintenanceCommand,
 };
 use crate::config::ServeConfig;
 
@@ -58,6 +59,13 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         print!("{}", api::sdl());
         return Ok(());
     }
+    if let Command::AdminApi(AdminApiCommand::Openapi) = &cli.command {
+        let document = admin::http::openapi()
+            .to_pretty_json()
+            .context("cannot write the admin API's OpenAPI document")?;
+        println!("{document}");
+        return Ok(());
+    }
     // These two need no migrated store: a new KEK touches no database, and a backup must
     // not migrate the database it copies (a copy taken before an upgrade).
     match &cli.command {
@@ -79,6 +87,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Command::Serve(_)
         | Command::Demo(_)
         | Command::Api(_)
+        | Command::AdminApi(_)
         | Command::Backup { .. }
         | Command::Keys(KeysCommand::NewKek { .. }) => return Ok(()),
         Command::Tenant(command) => manage::tenants::run(command, &shell).await?,

@@ -84,14 +84,46 @@ fn routes() -> OpenApiRouter<AdminState> {
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes().split_for_parts().1
+    problems_as_problem_json(routes().split_for_parts().1)
+}
+
+/// Every error response is documented as `application/problem+json`, which is what the API
+/// sends (RFC 9457 §3): the handlers' annotations name only the `Problem` body, and this one
+/// place gives all of them the right media type.
+fn problems_as_problem_json(mut document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    use utoipa::openapi::RefOr;
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            for (status, response) in operation.responses.responses.iter_mut() {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                if !status.starts_with('4') && !status.starts_with('5') {
+                    continue;
+                }
+                if let Some(content) = response.content.shift_remove("application/json") {
+                    response
+                        .content
+                        .insert("application/problem+json".to_owned(), content);
+                }
+            }
+        }
+    }
+    document
 }
 
 /// The admin API's routes, `/admin/v1/openapi.json` included. The caller adds the probes and
 /// the layers every listener has.
 pub fn router(state: AdminState) -> Router {
     let (router, document) = routes().split_for_parts();
-    let document = Arc::new(document);
+    let document = Arc::new(problems_as_problem_json(document));
     router
         .route(
             OPENAPI_PATH,
