@@ -7,7 +7,6 @@ use serde_json::Value;
 use crate::helpers::TestApp;
 
 /// An admin token and the listener it is sent to.
-#[allow(dead_code)] // put and delete are for the resources' suites
 pub struct AdminClient {
     pub http: reqwest::Client,
     pub base: String,
@@ -51,6 +50,7 @@ impl Reply {
     }
 }
 
+#[allow(dead_code)] // not every suite uses every verb
 impl AdminClient {
     /// A new token of every tenant (`tenant` `None`) or of one tenant.
     pub async fn new(app: &TestApp, name: &str, tenant: Option<&str>) -> AdminClient {
