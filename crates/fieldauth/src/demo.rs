@@ -297,7 +297,18 @@ pub fn walkthrough(
         format!("    -d '{{\"query\": \"{API_EXAMPLE}\"}}'"),
         format!("  GraphiQL, to explore the schema in a browser: {}/api", config.api_url),
     ];
-    Ok(lines.join("\n"))
+    let mut text = lines.join("\n");
+    if let Some(admin) = config.admin_listen {
+        let admin_lines = [
+            String::new(),
+            String::new(),
+            format!("The admin API (docs/admin.md) listens on http://{admin}/admin/v1/. In another terminal:"),
+            "  TOKEN=$(cargo run --release -q -- admin-token create --name \"me-$(date +%s)\" --json | sed 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/')".to_owned(),
+            format!("  curl -s http://{admin}/admin/v1/tenants/{TENANT}/users -H \"Authorization: Bearer $TOKEN\""),
+        ];
+        text.push_str(&admin_lines.join("\n"));
+    }
+    Ok(text)
 }
 
 /// The organization with this name, created the first time.
