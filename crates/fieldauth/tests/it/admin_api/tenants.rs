@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::support::AdminClient;
-use crate::helpers::{on_both_backends, TestApp};
+use crate::helpers::{assert_ok, assert_refused, cli, json_output, on_both_backends, TestApp};
 use store::testing::TestDatabase;
 
 on_both_backends!(
@@ -11,6 +11,7 @@ on_both_backends!(
     a_tenant_token_sees_only_its_tenant,
     a_rename_with_a_stale_etag_is_412_and_changes_nothing,
     bad_tenant_input_is_400_naming_the_field,
+    the_cli_shows_and_renames_tenants_through_the_same_rules,
 );
 
 async fn tenants_are_created_listed_read_and_renamed(db: TestDatabase) {
@@ -172,6 +173,59 @@ async fn bad_tenant_input_is_400_naming_the_field(db: TestDatabase) {
             .assert_problem(400, "invalid-input");
     }
     app.stop().await;
+}
+
+async fn the_cli_shows_and_renames_tenants_through_the_same_rules(db: TestDatabase) {
+    assert_ok(&cli(
+        &db,
+        &["tenant", "create", "acme", "--name", "Acme"],
+        None,
+    ));
+    let shown = json_output(&cli(&db, &["tenant", "show", "acme", "--json"], None));
+    assert_eq!(shown["name"], "Acme");
+    let etag = shown["etag"].as_str().unwrap().to_owned();
+    let rename = |name: &str, tag: &str| {
+        cli(
+            &db,
+            &[
+                "tenant",
+                "rename",
+                "acme",
+                "--name",
+                name,
+                "--if-match",
+                tag,
+                "--json",
+            ],
+            None,
+        )
+    };
+    let renamed = json_output(&rename("Acme Services", &etag));
+    assert_eq!(renamed["name"], "Acme Services");
+    assert_ne!(renamed["etag"], etag);
+    assert_refused(&rename("Stale", &etag), "changed since it was read");
+    assert_refused(
+        &rename("a\u{7}b", "*"),
+        "name must not contain control characters",
+    );
+    assert_refused(
+        &cli(&db, &["tenant", "show", "nowhere"], None),
+        "tenant not found",
+    );
+    let text = cli(&db, &["tenant", "show", "acme"], None);
+    assert!(String::from_utf8(text.stdout)
+        .unwrap()
+        .contains("name: Acme Services"));
+    // The trail names the CLI as the admin.
+    let app_store = store::Store::connect(&db.url).await.unwrap();
+    let events = app_store
+        .tenant(&"acme".parse_tenant())
+        .audit_events(10)
+        .await
+        .unwrap();
+    assert_eq!(events.last().unwrap().kind, "admin.tenant.renamed");
+    assert!(events.last().unwrap().detail.contains("\"cli\""));
+    app_store.close().await;
 }
 
 /// Test shorthand: a tenant id known to be valid.
