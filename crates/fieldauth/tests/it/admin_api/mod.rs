@@ -2,6 +2,8 @@
 //! SQLite and PostgreSQL, tenant tokens confined to their tenant, and the contract (problem
 //! JSON, ETags and If-Match).
 
+mod audit;
 mod listener;
+mod password_links;
 mod support;
 mod tenants;
