@@ -5,12 +5,14 @@
 //! prints; each change writes one audit event.
 
 pub mod audit;
+pub mod audit_trail;
 pub mod auth;
 pub mod context;
 pub mod error;
 pub mod etag;
 pub mod http;
 pub mod page;
+pub mod password_links;
 pub mod tenants;
 pub mod text;
 pub mod tokens;

@@ -1,35 +1,97 @@
 //! `fieldauth audit list`: a tenant's audit trail, merged with the issuer's signing-key
-//! events, which belong to every tenant because the keys sign all of their tokens.
+//! events, which belong to every tenant because the keys sign all of their tokens. The
+//! tenant's events are read through the admin API's listing ([`admin::audit_trail`]).
 
+use admin::audit_trail::{self, parse_time, AuditEventView, AuditQuery, AuditRequest};
+use admin::page::MAX_LIMIT;
+use admin::AdminError;
 use anyhow::Context;
 use chrono::{DateTime, SecondsFormat};
 use serde_json::json;
-use store::{AuditEvent, KeyEvent, Store, TenantId, UnixTime};
+use store::{AuditEvent, KeyEvent, TenantId, UnixTime};
 
+use crate::manage::Shell;
 use crate::report::Report;
 
-/// The tenant's newest `limit` events and key events together, oldest first.
-pub async fn list(store: &Store, tenant: &str, limit: u16) -> anyhow::Result<Report> {
+/// Which events to list: the newest `limit` of those matching the filters.
+#[derive(Clone, Debug, Default)]
+pub struct Selection<'a> {
+    pub limit: u16,
+    pub kind: Option<&'a str>,
+    /// Unix seconds or RFC 3339, as the admin API reads them.
+    pub since: Option<&'a str>,
+    pub until: Option<&'a str>,
+}
+
+/// The tenant's newest `limit` events and key events together, oldest first. The tenant's
+/// events come page by page from the admin API's own listing.
+pub async fn list(
+    shell: &Shell<'_>,
+    tenant: &str,
+    selection: &Selection<'_>,
+) -> anyhow::Result<Report> {
     let tenant_id = TenantId::parse(tenant).with_context(|| format!("--tenant {tenant:?}"))?;
-    let records = store.tenant(&tenant_id);
-    records
-        .require()
+    let limit = usize::from(selection.limit);
+    let ctx = shell.ctx("");
+    let mut events = Vec::new();
+    let mut cursor = None;
+    while events.len() < limit {
+        let query = AuditQuery {
+            kind: selection.kind.map(str::to_owned),
+            since: selection.since.map(str::to_owned),
+            until: selection.until.map(str::to_owned),
+            cursor: cursor.take(),
+            limit: u32::try_from(limit - events.len())
+                .ok()
+                .map(|n| n.min(MAX_LIMIT)),
+        };
+        // Each refusal names its field, which is the flag's name.
+        let request = AuditRequest::parse(&query).map_err(|e| anyhow::anyhow!("--{e}"))?;
+        let page =
+            audit_trail::list(&ctx, tenant, &request)
+                .await
+                .map_err(|error| match error {
+                    AdminError::NotFound(_) => anyhow::anyhow!("tenant {tenant_id}: {error}"),
+                    other => anyhow::anyhow!(
+                        "cannot read the audit trail of tenant {tenant_id}: {other}"
+                    ),
+                })?;
+        events.extend(page.items.into_iter().map(from_view));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let since = parse_time(selection.since, "since").map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let until = parse_time(selection.until, "until").map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let keys = shell
+        .store
+        .key_events(i64::from(selection.limit))
         .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let events = records
-        .audit_events(i64::from(limit))
-        .await
-        .with_context(|| format!("cannot read the audit trail of tenant {tenant_id}"))?;
-    let keys = store
-        .key_events(i64::from(limit))
-        .await
-        .context("cannot read the signing-key events")?;
-    let entries = merge(events, keys, usize::from(limit));
+        .context("cannot read the signing-key events")?
+        .into_iter()
+        .filter(|k| selection.kind.is_none_or(|kind| k.kind == kind))
+        .filter(|k| since.is_none_or(|t| k.occurred_at >= t))
+        .filter(|k| until.is_none_or(|t| k.occurred_at < t))
+        .collect();
+    let entries = merge(events, keys, limit);
     let list: Vec<_> = entries.iter().map(Entry::to_json).collect();
     Ok(Report::new(
         json!({ "tenant": tenant_id.as_str(), "events": list }),
         text(&entries),
     ))
+}
+
+fn from_view(view: AuditEventView) -> AuditEvent {
+    AuditEvent {
+        seq: view.seq,
+        kind: view.kind,
+        occurred_at: view.occurred_at,
+        subject: view.subject,
+        client_id: view.client_id,
+        address: view.address,
+        detail: view.detail,
+    }
 }
 
 /// One event of either source, as listed.

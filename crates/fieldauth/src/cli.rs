@@ -343,6 +343,15 @@ pub enum AuditCommand {
         #[arg(long, default_value_t = 100,
               value_parser = clap::value_parser!(u16).range(1..=10000))]
         limit: u16,
+        /// Only events of this kind (`signin.failed`, `admin.user.password_link`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only events at or after this time: Unix seconds or RFC 3339.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events before this time: Unix seconds or RFC 3339.
+        #[arg(long)]
+        until: Option<String>,
         #[arg(long)]
         json: bool,
     },

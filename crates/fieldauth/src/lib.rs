@@ -117,8 +117,19 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Command::Audit(AuditCommand::List {
             tenant,
             limit,
+            kind,
+            since,
+            until,
             json,
-        }) => (audit::list(&store, &tenant, limit).await?, json),
+        }) => {
+            let selection = audit::Selection {
+                limit,
+                kind: kind.as_deref(),
+                since: since.as_deref(),
+                until: until.as_deref(),
+            };
+            (audit::list(&shell, &tenant, &selection).await?, json)
+        }
         Command::Maintenance(MaintenanceCommand::Cleanup {
             audit_retention_days,
             json,

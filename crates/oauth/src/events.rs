@@ -155,6 +155,8 @@ pub(crate) enum Event<'a> {
         grant_id: &'a str,
         reason: RevokeReason,
     },
+    /// A user set their password from a password link (the link is spent).
+    PasswordSet { user_id: &'a str, address: &'a str },
 }
 
 impl OAuthState {
@@ -241,6 +243,19 @@ impl OAuthState {
                     .inc();
                 detail = format!("grant {grant_id}: {}", reason.detail());
                 audit("grant.revoked", now, None, client_id, None)
+            }
+            Event::PasswordSet { user_id, address } => {
+                detail.push_str("password set from a password link");
+                NewAuditEvent {
+                    client_id: None,
+                    ..audit(
+                        "account.password_set",
+                        now,
+                        Some(user_id),
+                        "",
+                        Some(address),
+                    )
+                }
             }
         };
         if !audited {

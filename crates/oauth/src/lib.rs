@@ -1,6 +1,7 @@
 //! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
 //! modules) authorization, token, userinfo and revocation.
 
+mod account_password;
 pub mod authorize;
 mod bearer;
 mod client_address;
@@ -59,7 +60,9 @@ pub use username::Username;
 /// pages a person sees, RFC 6749's `temporarily_unavailable` everywhere else.
 pub fn timed_out(path: &str) -> Response {
     match path {
-        paths::AUTHORIZE | paths::SIGNIN => pages::PageError(OAuthError::TimedOut).into_response(),
+        paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
+            pages::PageError(OAuthError::TimedOut).into_response()
+        }
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -71,7 +74,7 @@ async fn limit_query(request: Request, next: Next) -> Response {
     const TOO_LONG: &str = "The query string is too long or has too many parameters.";
     match (request.uri().query(), request.uri().path()) {
         (Some(query), path) if !params::query_within_limits(query) => match path {
-            paths::AUTHORIZE | paths::SIGNIN => {
+            paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -94,6 +97,10 @@ pub fn router(state: OAuthState) -> Router {
             get(authorize::get_authorize).post(consent::post_consent),
         )
         .route(paths::SIGNIN, post(signin::post_signin))
+        .route(
+            paths::ACCOUNT_PASSWORD,
+            get(account_password::get_password_page).post(account_password::post_password),
+        )
         .route(paths::TOKEN, post(token::post_token))
         .route(
             paths::USERINFO,

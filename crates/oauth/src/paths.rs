@@ -10,3 +10,6 @@ pub const REVOKE: &str = "/oauth/revoke";
 /// The sign-in form's target. Not in discovery: it is part of the authorization UI.
 pub const SIGNIN: &str = "/oauth/signin";
 pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";
+/// Where a user sets a password from a password link (an invitation). Not in discovery: it
+/// belongs to the account pages, not to OAuth.
+pub const ACCOUNT_PASSWORD: &str = "/account/password";

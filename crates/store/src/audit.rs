@@ -39,7 +39,7 @@ pub struct KeyEvent {
     pub kid: String,
 }
 
-type AuditRow = (
+pub(crate) type AuditRow = (
     i64,
     String,
     i64,
@@ -79,20 +79,20 @@ impl TenantStore<'_> {
         .fetch_all(self.pool())
         .await?;
         rows.reverse();
-        Ok(rows
-            .into_iter()
-            .map(
-                |(seq, kind, occurred_at, subject, client_id, address, detail)| AuditEvent {
-                    seq,
-                    kind,
-                    occurred_at,
-                    subject,
-                    client_id,
-                    address,
-                    detail,
-                },
-            )
-            .collect())
+        Ok(rows.into_iter().map(audit_event_from_row).collect())
+    }
+}
+
+pub(crate) fn audit_event_from_row(row: AuditRow) -> AuditEvent {
+    let (seq, kind, occurred_at, subject, client_id, address, detail) = row;
+    AuditEvent {
+        seq,
+        kind,
+        occurred_at,
+        subject,
+        client_id,
+        address,
+        detail,
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod admin_tokens;
 mod audit;
+mod audit_listing;
 mod authorization_requests;
 mod backup;
 mod browser_sessions;
@@ -17,6 +18,7 @@ mod field;
 mod grants;
 mod keys;
 mod organizations;
+mod password_links;
 mod request_quotas;
 mod revision;
 mod signin_failures;
@@ -29,6 +31,7 @@ mod users;
 
 pub use admin_tokens::AdminToken;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
+pub use audit_listing::AuditFilter;
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use backup::backup_sqlite;
 pub use browser_sessions::BrowserSession;

@@ -163,6 +163,17 @@ async fn audit(tenant: &TenantStore<'_>, detail: &str, at: i64) {
     tenant.record_audit_event(&event).await.unwrap();
 }
 
+/// The rows of `table`, read directly.
+async fn count(db: &TestDatabase, table: &str) -> i64 {
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    n
+}
+
 fn deleted(report: &store::CleanupReport) -> Vec<(&'static str, u64)> {
     report.deleted.clone()
 }
@@ -188,6 +199,23 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .unwrap();
     tenant
         .create_browser_session(b"ses-live", "u1", PASS - 10, PASS + 100, PASS - 10)
+        .await
+        .unwrap();
+    // Password links, one per user: u1's expired, u2's still live.
+    let bob = NewUser {
+        user_id: "u2",
+        username: "bob",
+        password_hash: "$argon2id$x",
+        name: "B",
+        email: "b@example.com",
+    };
+    tenant.create_user(&bob, NOW).await.unwrap();
+    tenant
+        .create_password_link("u1", b"link-old", NOW, NOW + 86_400)
+        .await
+        .unwrap();
+    tenant
+        .create_password_link("u2", b"link-live", PASS - 10, PASS + 86_400)
         .await
         .unwrap();
     // Codes: one past its replay window, one expired but still inside it.
@@ -251,6 +279,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         deleted(&report),
         [
             ("authorization_requests", 1),
+            ("password_links", 1),
             ("browser_sessions", 1),
             // code-old and the codes of the five grants: all past their replay window.
             ("authorization_codes", 6),
@@ -274,6 +303,12 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .await
         .unwrap()
         .is_some());
+    // The expired link's row is gone, not only unusable.
+    assert_eq!(count(db, "password_links").await, 1);
+    assert_eq!(
+        tenant.find_password_link(b"link-live", PASS).await.unwrap(),
+        Some("u2".to_owned())
+    );
     assert!(tenant
         .find_browser_session(b"ses-live", PASS)
         .await

@@ -5,6 +5,7 @@
 
 pub mod clients;
 pub mod orgs;
+pub mod password_links;
 pub mod tenants;
 pub mod users;
 

@@ -24,6 +24,9 @@ pub enum UserCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Issue a single-use link (24 hours) where the user sets a password; it ends the
+    /// user's previous link. Deliver it to the user yourself.
+    PasswordLink(super::password_links::PasswordLinkArgs),
 }
 
 pub async fn run(command: UserCommand, shell: &Shell<'_>) -> anyhow::Result<Outcome> {
@@ -49,5 +52,6 @@ pub async fn run(command: UserCommand, shell: &Shell<'_>) -> anyhow::Result<Outc
                 json,
             )
         }
+        UserCommand::PasswordLink(args) => super::password_links::run(args, shell).await?,
     })
 }

@@ -3,6 +3,8 @@
 //! JSON, ETags and If-Match).
 
 mod contract;
+mod audit;
 mod listener;
+mod password_links;
 mod support;
 mod tenants;

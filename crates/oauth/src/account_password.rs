@@ -1,0 +1,240 @@
+//! `GET` and `POST /account/password`: where a user sets a password from a password link (an
+//! invitation an admin issued). The link is `?token=<tenant>.<random>`; the server keeps only
+//! the SHA-256 of the random part. The page follows the sign-in page's rules (no script, CSP,
+//! no framing, no caching, `Referrer-Policy: no-referrer`, which matters doubly here: the
+//! token is in the URL), and a link that is unknown, expired, used or replaced gets one and
+//! the same answer, so the page tells nothing about which.
+
+use askama::Template;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use jose::UnixTime;
+use secrecy::SecretString;
+use store::{TenantId, TenantStore};
+use subtle::ConstantTimeEq;
+
+use crate::client_address::ClientAddress;
+use crate::error::OAuthError;
+use crate::events::Event;
+use crate::pages::{self, ErrorPage, FormTarget, PageError};
+use crate::params::{FormParams, Params};
+use crate::password;
+use crate::secret::hash_secret;
+use crate::state::OAuthState;
+
+#[derive(Template)]
+#[template(path = "password.html")]
+struct PasswordPage<'a> {
+    username: &'a str,
+    token: &'a str,
+    csrf: &'a str,
+    message: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "password_set.html")]
+struct PasswordSetPage<'a> {
+    username: &'a str,
+}
+
+/// The double-submit cookie of the form: the page sets a random value in it and in the
+/// form, and a submission must carry both. No other site can read the cookie to copy it
+/// into a forged form, and SameSite=Strict keeps it off cross-site posts altogether.
+const CSRF_COOKIE: &str = "fieldauth-password-csrf";
+const CSRF_LIFETIME: UnixTime = 3600;
+
+/// A password link, parsed: its tenant and the random part, whose hash is stored.
+struct Link<'a> {
+    tenant: TenantId,
+    token: &'a str,
+    random: &'a str,
+}
+
+impl<'a> Link<'a> {
+    fn parse(token: Option<&'a str>) -> Option<Link<'a>> {
+        let token = token?;
+        let (tenant, random) = token.split_once('.')?;
+        let tenant = TenantId::parse(tenant).ok()?;
+        Some(Link {
+            tenant,
+            token,
+            random,
+        })
+    }
+
+    /// The live link's user: its `sub` and username.
+    async fn user(
+        &self,
+        records: &TenantStore<'_>,
+        now: UnixTime,
+    ) -> Result<Option<store::User>, OAuthError> {
+        let Some(user_id) = records
+            .find_password_link(&hash_secret(self.random), now)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(records.find_user(&user_id).await?)
+    }
+}
+
+/// `GET /account/password?token=…`: the form while the link is live.
+pub async fn get_password_page(
+    State(state): State<OAuthState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, PageError> {
+    let params = Params::parse(query.as_deref().unwrap_or_default().as_bytes())
+        .map_err(|_| OAuthError::UntrustedRequest("The link's percent-encoding is not UTF-8."))?;
+    let token = params.single("token").ok().flatten();
+    let now = state.clock.now();
+    let Some(link) = Link::parse(token) else {
+        return Ok(link_refused());
+    };
+    let records = state.store.tenant(&link.tenant);
+    let Some(user) = link.user(&records, now).await? else {
+        return Ok(link_refused());
+    };
+    let csrf = state.random.token()?;
+    let page = PasswordPage {
+        username: &user.username,
+        token: link.token,
+        csrf: &csrf,
+        message: None,
+    };
+    let mut response = pages::render(&page, StatusCode::OK, FormTarget::SelfOnly);
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, csrf_cookie(&state, &csrf)?);
+    Ok(response)
+}
+
+/// `POST /account/password`: sets the password and spends the link.
+pub async fn post_password(
+    State(state): State<OAuthState>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    form: Result<FormParams, OAuthError>,
+) -> Result<Response, PageError> {
+    let FormParams(params) = form?;
+    if params.first_repeated().is_some() {
+        return Err(OAuthError::InvalidForm("a parameter is repeated").into());
+    }
+    let field = |name| params.single(name).ok().flatten();
+    let csrf = field("csrf").unwrap_or_default();
+    let cookie = read_csrf_cookie(&headers, &state);
+    if csrf.is_empty() || !cookie.is_some_and(|c| bool::from(c.as_bytes().ct_eq(csrf.as_bytes()))) {
+        tracing::warn!("password form without its security token");
+        return Ok(refused(
+            StatusCode::BAD_REQUEST,
+            "The form's security token is missing or wrong. Open the link again.",
+        ));
+    }
+    let now = state.clock.now();
+    let Some(link) = Link::parse(field("token")) else {
+        return Ok(link_refused());
+    };
+    let records = state.store.tenant(&link.tenant);
+    let Some(user) = link.user(&records, now).await? else {
+        return Ok(link_refused());
+    };
+    let retry = |message: &str| {
+        pages::render(
+            &PasswordPage {
+                username: &user.username,
+                token: link.token,
+                csrf,
+                message: Some(message),
+            },
+            StatusCode::OK,
+            FormTarget::SelfOnly,
+        )
+    };
+    let (Some(new), Some(again)) = (field("password"), field("confirmation")) else {
+        return Ok(retry("Enter the new password twice."));
+    };
+    if !bool::from(new.as_bytes().ct_eq(again.as_bytes())) {
+        return Ok(retry(
+            "The two passwords differ. Enter the same password twice.",
+        ));
+    }
+    let new = SecretString::from(new.to_owned());
+    if let Err(OAuthError::WeakPassword(why)) = password::check_new_password(&new) {
+        return Ok(retry(&format!("Choose another password: {why}.")));
+    }
+    let hash = hash_bounded(&state, new).await?;
+    let Some(user_id) = records
+        .redeem_password_link(&hash_secret(link.random), &hash, now)
+        .await
+        .map_err(OAuthError::from)?
+    else {
+        // Spent or replaced while the hash was computed.
+        return Ok(link_refused());
+    };
+    tracing::info!(tenant = %link.tenant, sub = %user_id, "password set from a password link");
+    let address = address.to_string();
+    let event = Event::PasswordSet {
+        user_id: &user_id,
+        address: &address,
+    };
+    state.record(&link.tenant, event, now).await;
+    Ok(pages::render(
+        &PasswordSetPage {
+            username: &user.username,
+        },
+        StatusCode::OK,
+        FormTarget::SelfOnly,
+    ))
+}
+
+/// Argon2id with at most as many at once as sign-in allows (each holds 19 MiB and a core).
+async fn hash_bounded(state: &OAuthState, new: SecretString) -> Result<String, OAuthError> {
+    let _permit = state
+        .signin
+        .password_permits
+        .acquire()
+        .await
+        .map_err(|_| OAuthError::Blocking)?;
+    password::hash_password(new, state.random.as_ref()).await
+}
+
+/// One answer for every link that cannot be used, whatever the reason.
+fn link_refused() -> Response {
+    refused(
+        StatusCode::BAD_REQUEST,
+        "This link is not valid: it is unknown, has expired, or was already used or replaced \
+         by a newer one. Ask for a new link.",
+    )
+}
+
+fn refused(status: StatusCode, message: &str) -> Response {
+    pages::render(
+        &ErrorPage {
+            title: "This link cannot be used",
+            message,
+        },
+        status,
+        FormTarget::SelfOnly,
+    )
+}
+
+fn csrf_cookie_name(state: &OAuthState) -> String {
+    match state.config.issuer.is_https() {
+        true => format!("__Host-{CSRF_COOKIE}"),
+        false => CSRF_COOKIE.to_owned(),
+    }
+}
+
+fn csrf_cookie(state: &OAuthState, value: &str) -> Result<HeaderValue, OAuthError> {
+    let https = state.config.issuer.is_https();
+    let secure = if https { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{}={value}; Path=/; Max-Age={CSRF_LIFETIME}; HttpOnly; SameSite=Strict{secure}",
+        csrf_cookie_name(state)
+    ))
+    .map_err(|_| OAuthError::InvalidForm("cookie"))
+}
+
+fn read_csrf_cookie<'h>(headers: &'h HeaderMap, state: &OAuthState) -> Option<&'h str> {
+    crate::session::read_cookie(headers, &csrf_cookie_name(state))
+}
