@@ -2,8 +2,8 @@
 //! SQLite and PostgreSQL, tenant tokens confined to their tenant, and the contract (problem
 //! JSON, ETags and If-Match).
 
-mod contract;
 mod audit;
+mod contract;
 mod listener;
 mod password_links;
 mod support;
