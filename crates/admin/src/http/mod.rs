@@ -5,6 +5,8 @@
 //! document at `/admin/v1/openapi.json` is generated from the handlers themselves.
 
 mod extract;
+mod grants;
+mod organizations;
 mod tenants;
 
 use std::sync::Arc;
@@ -79,7 +81,10 @@ impl Modify for BearerToken {
 
 /// Every route of the admin API and their OpenAPI description, before the state is given.
 fn routes() -> OpenApiRouter<AdminState> {
-    OpenApiRouter::with_openapi(AdminApi::openapi()).nest(BASE_PATH, tenants::routes())
+    OpenApiRouter::with_openapi(AdminApi::openapi())
+        .nest(BASE_PATH, tenants::routes())
+        .nest(BASE_PATH, organizations::routes())
+        .nest(BASE_PATH, grants::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.

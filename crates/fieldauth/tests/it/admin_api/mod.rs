@@ -2,6 +2,9 @@
 //! SQLite and PostgreSQL, tenant tokens confined to their tenant, and the contract (problem
 //! JSON, ETags and If-Match).
 
+mod grants;
 mod listener;
+mod organizations;
 mod support;
+mod tenant_delete;
 mod tenants;
