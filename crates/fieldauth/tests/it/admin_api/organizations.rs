@@ -17,6 +17,7 @@ on_both_backends!(
     members_are_added_listed_and_removed,
     a_tenant_token_cannot_reach_another_tenants_organizations,
     a_removed_member_loses_every_token_of_the_organization_at_once,
+    a_deleted_organization_takes_its_records_and_its_grants,
     the_cli_administers_organizations_and_members,
 );
 
@@ -282,6 +283,104 @@ async fn a_removed_member_loses_every_token_of_the_organization_at_once(db: Test
         let in_alpha = grant["organization_guid"] == seeded.alpha.as_str();
         assert_eq!(grant["revoked"], in_alpha, "{grant}");
     }
+    app.stop().await;
+}
+
+/// The field-service tables, each with an `organization_guid`.
+const FIELD_TABLES: [&str; 13] = [
+    "employees",
+    "shifts",
+    "customers",
+    "customer_contacts",
+    "properties",
+    "work_orders",
+    "jobs",
+    "job_assignments",
+    "invoices",
+    "invoice_lines",
+    "payments",
+    "record_numbers",
+    "organization_data_versions",
+];
+
+async fn rows_of_organization(app: &TestApp, table: &str, guid: &str) -> i64 {
+    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
+    let count: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {table} WHERE organization_guid = $1"
+    ))
+    .bind(guid)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    count
+}
+
+async fn seed_records(app: &TestApp, guid: &str) {
+    let tenant = store::TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(guid);
+    let trade = &fieldauth::demo_records::PLUMBING;
+    fieldauth::demo_records::seed_organization(&org, trade, app.clock_now())
+        .await
+        .unwrap();
+}
+
+/// Deleting an organization deletes its field-service records (whose foreign keys do not all
+/// cascade) and memberships, and revokes its grants; another organization keeps its own.
+async fn a_deleted_organization_takes_its_records_and_its_grants(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let admin = AdminClient::new(&app, "ops", None).await;
+    seed_records(&app, &seeded.alpha).await;
+    seed_records(&app, &seeded.bravo).await;
+    let code = code_for(
+        &app,
+        &app.browser(),
+        &[("scope", Some("openid offline_access jobs"))],
+    )
+    .await;
+    let tokens = exchange(&app, &code).await;
+    let api_bravo = token(&app, &app.browser(), &seeded.bravo, "customers").await;
+
+    let path = format!("{ORGS}/{}", seeded.alpha);
+    assert_eq!(admin.delete(&path).await.status, 204);
+
+    for table in FIELD_TABLES.iter().chain(&["memberships", "organizations"]) {
+        assert_eq!(
+            rows_of_organization(&app, table, &seeded.alpha).await,
+            0,
+            "{table}"
+        );
+    }
+    for table in ["employees", "work_orders", "invoices", "payments"] {
+        assert!(
+            rows_of_organization(&app, table, &seeded.bravo).await > 0,
+            "{table}"
+        );
+    }
+    let refresh_token = tokens["refresh_token"].as_str().unwrap();
+    assert_oauth_error(
+        refresh(&app, refresh_token, &[]).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+    let access_token = tokens["access_token"].as_str().unwrap();
+    assert_eq!(
+        userinfo(&app.http, &app.issuer, access_token)
+            .await
+            .status(),
+        401
+    );
+    let response = app
+        .http
+        .post(format!("{}/api", app.api_url))
+        .bearer_auth(&api_bravo)
+        .json(&json!({ "query": "{ customers { totalCount } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
     app.stop().await;
 }
 

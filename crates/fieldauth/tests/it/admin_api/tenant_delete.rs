@@ -70,8 +70,14 @@ async fn assert_dead_refresh(app: &TestApp, token: &str) {
 
 async fn a_deleted_tenant_leaves_no_row_and_no_working_token(db: TestDatabase) {
     let app = TestApp::spawn(db).await;
-    crate::api_support::setup(&app).await;
+    let seeded = crate::api_support::setup(&app).await;
     crate::api_support::other_tenant(&app).await;
+    let tenant = store::TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
+    let trade = &fieldauth::demo_records::PLUMBING;
+    fieldauth::demo_records::seed_organization(&org, trade, app.clock_now())
+        .await
+        .unwrap();
     let browser = app.browser();
     let code = code_for(
         &app,
