@@ -86,6 +86,7 @@ async fn a_deleted_tenant_leaves_no_row_and_no_working_token(db: TestDatabase) {
     )
     .await;
     let tokens = exchange(&app, &code).await;
+    let api_token = crate::api_support::token(&app, &browser, &seeded.alpha, "customers").await;
     // A code not yet redeemed, and a browser session, to go with the tenant as well.
     let pending = code_for(&app, &browser, &[]).await;
     let ops = AdminClient::new(&app, "ops", None).await;
@@ -132,6 +133,19 @@ async fn a_deleted_tenant_leaves_no_row_and_no_working_token(db: TestDatabase) {
             .await
             .status(),
         401
+    );
+    let api = app
+        .http
+        .post(format!("{}/api", app.api_url))
+        .bearer_auth(&api_token)
+        .json(&json!({ "query": "{ customers { totalCount } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        api.status(),
+        401,
+        "the API refuses a deleted tenant's token"
     );
     let redeem = [
         ("grant_type", "authorization_code"),
