@@ -147,3 +147,27 @@ pub async fn rename(
     .await?;
     get(ctx, tenant).await
 }
+
+/// Deletes the tenant and every row it has on its shard (admin tokens of every tenant only):
+/// its codes, grants and refresh tokens go with it, so none of its tokens works afterwards.
+/// The admin tokens limited to it are revoked first, so a tenant later created under the
+/// same id is not open to them. Its audit trail keeps only the event of its deletion.
+pub async fn delete(ctx: &Ctx<'_>, tenant: &str) -> Result<(), AdminError> {
+    ctx.require_every_tenant("delete tenants")?;
+    let id = ctx.tenant(tenant).await?;
+    let tokens = ctx.store.revoke_admin_tokens_of(&id, ctx.now).await?;
+    let records = ctx.records(&id);
+    records.delete_tenant().await.map_err(about("tenant"))?;
+    audit::record(
+        ctx,
+        &records,
+        Change {
+            kind: "admin.tenant.deleted",
+            what: format!(
+                "tenant {id} deleted with all its records; {tokens} admin token(s) of it revoked"
+            ),
+            ..Change::default()
+        },
+    )
+    .await
+}

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::manage::clients::ClientCommand;
+pub use crate::manage::grants::GrantCommand;
 pub use crate::manage::orgs::OrgCommand;
 pub use crate::manage::tenants::TenantCommand;
 pub use crate::manage::users::UserCommand;
@@ -71,6 +72,9 @@ pub enum Command {
     /// Organizations of a tenant and their members.
     #[command(subcommand)]
     Org(OrgCommand),
+    /// Grants of a tenant's users: list by user or client, revoke one.
+    #[command(subcommand)]
+    Grant(GrantCommand),
     /// Token signing keys (global to the issuer).
     #[command(subcommand)]
     Keys(KeysCommand),

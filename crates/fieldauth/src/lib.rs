@@ -94,6 +94,7 @@ pub async fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Command::Client(command) => manage::clients::run(command, &shell).await?,
         Command::User(command) => manage::users::run(command, &shell).await?,
         Command::Org(command) => manage::orgs::run(command, &shell).await?,
+        Command::Grant(command) => manage::grants::run(command, &shell).await?,
         Command::Keys(KeysCommand::List { json }) => (keys::list(&store, now).await?, json),
         Command::Keys(KeysCommand::Rotate { kek, json }) => {
             (keys::rotate(&store, &kek, now).await?, json)

@@ -1,4 +1,4 @@
-//! Provisioning: the operator's commands for tenants, clients, users and organizations.
+//! Provisioning: the operator's commands for clients and users.
 //! Each validates its input at the edge, writes one record, and returns a [`Report`].
 
 use anyhow::Context;
@@ -7,7 +7,7 @@ use oauth::cors::WebOrigin;
 use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
-use store::{NewClient, NewUser, Store, TenantId, TenantStore, User};
+use store::{NewClient, NewUser, Store, TenantId};
 
 use crate::report::Report;
 
@@ -142,97 +142,8 @@ pub async fn create_user(
     ))
 }
 
-pub async fn create_organization(
-    store: &Store,
-    tenant: &str,
-    name: &str,
-    random: &dyn RandomSource,
-    now: UnixTime,
-) -> anyhow::Result<Report> {
-    let tenant_id = self::tenant(tenant)?;
-    let name = non_empty(name, "--name")?;
-    let tenant = store.tenant(&tenant_id);
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let guid = random.uuid_v4()?;
-    tenant
-        .create_organization(&guid, name, now)
-        .await
-        .with_context(|| format!("cannot create organization in tenant {tenant_id}"))?;
-    Ok(Report::new(
-        json!({ "organization_guid": guid }),
-        format!("created organization {name} ({guid})"),
-    ))
-}
-
-pub async fn add_member(
-    store: &Store,
-    tenant: &str,
-    organization_guid: &str,
-    username: &str,
-    now: UnixTime,
-) -> anyhow::Result<Report> {
-    let tenant_id = self::tenant(tenant)?;
-    let organization_guid = organization(organization_guid)?;
-    let username = Username::parse(username)?;
-    let tenant = store.tenant(&tenant_id);
-    let user = existing_user(&tenant, &username).await?;
-    tenant
-        .add_membership(&user.user_id, organization_guid, now)
-        .await
-        .with_context(|| {
-            format!("cannot add \"{username}\" to organization {organization_guid:?}")
-        })?;
-    Ok(Report::new(
-        json!({ "organization_guid": organization_guid, "sub": user.user_id }),
-        format!("added {username} to organization {organization_guid}"),
-    ))
-}
-
-/// Ends a membership. The user's grants for the organization end with it: refresh and the
-/// API refuse a grant whose membership is gone.
-pub async fn remove_member(
-    store: &Store,
-    tenant: &str,
-    organization_guid: &str,
-    username: &str,
-) -> anyhow::Result<Report> {
-    let tenant_id = self::tenant(tenant)?;
-    let organization_guid = organization(organization_guid)?;
-    let username = Username::parse(username)?;
-    let tenant = store.tenant(&tenant_id);
-    let user = existing_user(&tenant, &username).await?;
-    let removed = tenant
-        .remove_membership(&user.user_id, organization_guid)
-        .await?;
-    anyhow::ensure!(
-        removed,
-        "\"{username}\" is not a member of organization {organization_guid:?}"
-    );
-    Ok(Report::new(
-        json!({ "organization_guid": organization_guid, "sub": user.user_id }),
-        format!("removed {username} from organization {organization_guid}"),
-    ))
-}
-
 fn tenant(id: &str) -> anyhow::Result<TenantId> {
     TenantId::parse(id).with_context(|| format!("--tenant {id:?}"))
-}
-
-/// An organization_guid as `org create` makes them: a UUID, lowercase and hyphenated.
-fn organization(guid: &str) -> anyhow::Result<&str> {
-    let shaped = guid.len() == 36
-        && guid.bytes().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => b == b'-',
-            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
-        });
-    anyhow::ensure!(
-        shaped,
-        "--org {guid:?} is not an organization_guid (a UUID)"
-    );
-    Ok(guid)
 }
 
 /// Names: trimmed, 1 to 200 characters, no control characters (nothing prints them, and
@@ -273,18 +184,6 @@ fn check_email(email: &str) -> anyhow::Result<&str> {
     Ok(email)
 }
 
-/// The user named `username` in an existing tenant, or why not.
-async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow::Result<User> {
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {}", tenant.id()))?;
-    tenant
-        .find_user_by_username(username.as_str())
-        .await?
-        .with_context(|| format!("user \"{username}\" not found in tenant {}", tenant.id()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,20 +206,10 @@ mod tests {
     }
 
     #[test]
-    fn names_and_organization_guids_refuse_control_characters() {
+    fn names_refuse_control_characters() {
         assert_eq!(non_empty("  Acme  ", "--name").unwrap(), "Acme");
         for bad in ["", "  ", "Ac\u{0}me", "Acme\u{1b}[31m", "Ac\u{85}me"] {
             assert!(non_empty(bad, "--name").is_err(), "{bad:?} was accepted");
-        }
-        assert!(organization("0f8fad5b-d9cb-469f-a165-70867728950e").is_ok());
-        for bad in [
-            "",
-            "0f8fad5b-d9cb-469f-a165-70867728950",
-            "0F8FAD5B-D9CB-469F-A165-70867728950E",
-            "0f8fad5b-d9cb-469f-a165-70867728950\u{0}",
-            "0f8fad5bd9cb-469f-a165-70867728950ee",
-        ] {
-            assert!(organization(bad).is_err(), "{bad:?} was accepted");
         }
     }
 }

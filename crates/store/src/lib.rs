@@ -16,8 +16,10 @@ mod db;
 mod error;
 mod field;
 mod grants;
+mod grants_admin;
 mod keys;
 mod organizations;
+mod organizations_admin;
 mod password_links;
 mod request_quotas;
 mod revision;
@@ -50,8 +52,10 @@ pub use field::{
     SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
+pub use grants_admin::{GrantSummary, GrantsOf};
 pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
+pub use organizations_admin::Member;
 pub use revision::Revision;
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};

@@ -64,3 +64,76 @@ impl TenantStore<'_> {
         })
     }
 }
+
+/// Every table with a tenant's rows, children before parents, so each delete finds nothing
+/// that still refers to what it removes (several field-service keys do not cascade). A new
+/// tenant table must be added here, or deleting a tenant leaves its rows behind.
+const TENANT_TABLES: [&str; 27] = [
+    "payments",
+    "invoice_lines",
+    "invoices",
+    "job_assignments",
+    "jobs",
+    "shifts",
+    "work_orders",
+    "properties",
+    "customer_contacts",
+    "customers",
+    "employees",
+    "record_numbers",
+    "organization_data_versions",
+    "memberships",
+    "refresh_tokens",
+    "grants",
+    "authorization_codes",
+    "authorization_requests",
+    "authorization_request_quotas",
+    "browser_sessions",
+    "password_links",
+    "signin_failures",
+    "audit_events",
+    "organizations",
+    "users",
+    "clients",
+    "tenants",
+];
+
+impl TenantStore<'_> {
+    /// Deletes every row of the tenant on its shard, in one transaction: its codes, grants
+    /// and refresh tokens go with it, so none of them is accepted afterwards, and an access
+    /// token's grant is no longer found. `NotFound(Tenant)` when it does not exist.
+    pub async fn delete_tenant(&self) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        let mut deleted_tenant = false;
+        for table in TENANT_TABLES {
+            let done = sqlx::query(&format!("DELETE FROM {table} WHERE tenant_id = $1"))
+                .bind(self.id_str())
+                .execute(self.in_tx(&mut tx))
+                .await?;
+            deleted_tenant = table == "tenants" && done.rows_affected() == 1;
+        }
+        if !deleted_tenant {
+            return Err(StoreError::NotFound(Entity::Tenant));
+        }
+        self.commit(tx).await
+    }
+}
+
+impl crate::db::Store {
+    /// Revokes every unrevoked admin token limited to `tenant`; how many there were.
+    pub async fn revoke_admin_tokens_of(
+        &self,
+        tenant: &crate::tenant::TenantId,
+        now: crate::UnixTime,
+    ) -> Result<u64, StoreError> {
+        self.count_statement();
+        let done = sqlx::query(
+            "UPDATE admin_tokens SET revoked_at = $1 WHERE tenant_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(tenant.as_str())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

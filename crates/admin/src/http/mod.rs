@@ -6,6 +6,8 @@
 
 mod audit;
 mod extract;
+mod grants;
+mod organizations;
 mod password_links;
 mod tenants;
 
@@ -85,6 +87,8 @@ fn routes() -> OpenApiRouter<AdminState> {
         .nest(BASE_PATH, tenants::routes())
         .nest(BASE_PATH, password_links::routes())
         .nest(BASE_PATH, audit::routes())
+        .nest(BASE_PATH, organizations::routes())
+        .nest(BASE_PATH, grants::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.

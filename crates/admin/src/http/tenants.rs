@@ -1,6 +1,7 @@
 //! `/admin/v1/tenants`: create, list, get, rename, delete.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::Json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -14,7 +15,7 @@ use super::{AdminState, Caller, IfMatch, JsonBody, PageParams, Tagged};
 pub fn routes() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(create, list))
-        .routes(routes!(get, rename))
+        .routes(routes!(get, rename, delete))
 }
 
 /// Creates a tenant (admin tokens of every tenant only).
@@ -88,4 +89,21 @@ async fn rename(
     Ok(Tagged::ok(
         tenants::rename(&ctx, &tenant, &changes, precondition).await?,
     ))
+}
+
+/// Deletes a tenant and every record it has (admin tokens of every tenant only); revokes the
+/// admin tokens limited to it.
+#[utoipa::path(delete, path = "/tenants/{tenant}", tag = "tenants", security(("admin_token" = [])),
+    params(("tenant" = String, Path)),
+    responses(
+        (status = 204), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem),
+    ))]
+async fn delete(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<StatusCode, AdminError> {
+    tenants::delete(&caller.ctx(&state), &tenant).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

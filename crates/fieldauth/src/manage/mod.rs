@@ -4,6 +4,7 @@
 //! an admin of every tenant named `cli` in the audit trail.
 
 pub mod clients;
+pub mod grants;
 pub mod orgs;
 pub mod password_links;
 pub mod tenants;

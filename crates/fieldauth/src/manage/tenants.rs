@@ -46,6 +46,13 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Delete a tenant and every record it has; its tokens stop working at once, and the
+    /// admin tokens limited to it are revoked.
+    Delete {
+        tenant: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Outcome> {
@@ -106,6 +113,16 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 renamed.value.tenant, renamed.value.name
             );
             (shown(&renamed, text), json)
+        }
+        TenantCommand::Delete { tenant, json } => {
+            tenants::delete(&ctx, &tenant)
+                .await
+                .map_err(failed("delete the tenant"))?;
+            let text = format!("deleted tenant {tenant} and all its records");
+            (
+                Report::new(json!({ "tenant": tenant, "deleted": true }), text),
+                json,
+            )
         }
     })
 }

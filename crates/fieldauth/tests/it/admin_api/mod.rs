@@ -4,7 +4,10 @@
 
 mod audit;
 mod contract;
+mod grants;
 mod listener;
+mod organizations;
 mod password_links;
 mod support;
+mod tenant_delete;
 mod tenants;

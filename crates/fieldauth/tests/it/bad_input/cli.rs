@@ -83,7 +83,7 @@ async fn every_stored_flag_of_the_cli_refuses_control_characters_and_long_values
                 &["org", "create", "--tenant", "acme", "--name", &bad("South")],
                 None,
             ),
-            "--name must not contain control characters",
+            "name must not contain control characters",
         );
         refused(
             user(&bad("bob"), "Bob", "bob@example.com"),
