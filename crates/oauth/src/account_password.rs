@@ -159,32 +159,51 @@ pub async fn post_password(
         ));
     }
     let new = SecretString::from(new.to_owned());
-    if let Err(OAuthError::WeakPassword(why)) = password::check_new_password(&new) {
-        return Ok(retry(&format!("Choose another password: {why}.")));
+    match password::check_new_password(&new) {
+        Ok(()) => {}
+        Err(OAuthError::WeakPassword(why)) => {
+            return Ok(retry(&format!("Choose another password: {why}.")))
+        }
+        Err(other) => return Err(other.into()),
     }
-    let hash = hash_bounded(&state, new).await?;
-    let Some(user_id) = records
-        .redeem_password_link(&hash_secret(link.random), &hash, now)
-        .await
-        .map_err(OAuthError::from)?
-    else {
+    match set_password(&state, &link, new, &address.to_string(), now).await? {
+        true => Ok(pages::render(
+            &PasswordSetPage {
+                username: &user.username,
+            },
+            StatusCode::OK,
+            FormTarget::SelfOnly,
+        )),
         // Spent or replaced while the hash was computed.
-        return Ok(link_refused());
+        false => Ok(link_refused()),
+    }
+}
+
+/// Hashes the new password, then spends the link and sets it in one transaction; false when
+/// the link is no longer live.
+async fn set_password(
+    state: &OAuthState,
+    link: &Link<'_>,
+    new: SecretString,
+    address: &str,
+    now: UnixTime,
+) -> Result<bool, OAuthError> {
+    let hash = hash_bounded(state, new).await?;
+    let Some(user_id) = state
+        .store
+        .tenant(&link.tenant)
+        .redeem_password_link(&hash_secret(link.random), &hash, now)
+        .await?
+    else {
+        return Ok(false);
     };
     tracing::info!(tenant = %link.tenant, sub = %user_id, "password set from a password link");
-    let address = address.to_string();
     let event = Event::PasswordSet {
         user_id: &user_id,
-        address: &address,
+        address,
     };
     state.record(&link.tenant, event, now).await;
-    Ok(pages::render(
-        &PasswordSetPage {
-            username: &user.username,
-        },
-        StatusCode::OK,
-        FormTarget::SelfOnly,
-    ))
+    Ok(true)
 }
 
 /// Argon2id with at most as many at once as sign-in allows (each holds 19 MiB and a core).

@@ -282,3 +282,32 @@ async fn the_cli_issues_a_link_that_works(db: TestDatabase) {
     assert_refused(&app.cli(&unknown), "user not found");
     app.stop().await;
 }
+
+/// The page as a person uses it, in Chromium: the fields by their labels, the button by its
+/// text, the confirmation, and the spent link's error page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_sets_a_password_from_a_link() {
+    let Some(browser) = crate::browser::Browser::launch().await else {
+        return;
+    };
+    let app = TestApp::spawn(TestDatabase::sqlite()).await;
+    let seeded = seed(&app).await;
+    let admin = AdminClient::new(&app, "ops", None).await;
+    let url = issue(&admin, &seeded.alice_sub).await;
+    browser.goto(&url).await;
+    let text = browser.page_text().await;
+    assert!(text.contains("Set your password"), "{text}");
+    browser.fill_by_label("New password", NEW_PASSWORD).await;
+    browser
+        .fill_by_label("New password, again", NEW_PASSWORD)
+        .await;
+    browser.click_button("Set password").await;
+    let text = browser.page_text().await;
+    assert!(text.contains("Password set"), "{text}");
+    browser.goto(&url).await;
+    let text = browser.page_text().await;
+    assert!(text.contains(DEAD_LINK), "{text}");
+    browser.close().await;
+    assert!(signs_in(&app, NEW_PASSWORD).await);
+    app.stop().await;
+}
