@@ -245,12 +245,15 @@ async fn tenant_create_and_list_through_the_cli_follow_the_shard_map() {
         );
         assert_eq!(json_output(&output)["tenant"], tenant);
     }
-    let tenants = |tenant: &str| ((String::from("tenants"), tenant.to_owned()), 1);
-    assert_eq!(
-        tenant_rows(&west).await,
-        BTreeMap::from([tenants("globex")])
-    );
-    assert_eq!(tenant_rows(&east).await, BTreeMap::from([tenants("acme")]));
+    // The tenant's row, and the audit event of its creation, both on its own shard.
+    let created = |tenant: &str| {
+        BTreeMap::from([
+            ((String::from("audit_events"), tenant.to_owned()), 1),
+            ((String::from("tenants"), tenant.to_owned()), 1),
+        ])
+    };
+    assert_eq!(tenant_rows(&west).await, created("globex"));
+    assert_eq!(tenant_rows(&east).await, created("acme"));
     assert_eq!(tenant_rows(&default_db).await, BTreeMap::new());
 
     // A stale copy of globex in the default database, as a move would leave it.
