@@ -98,10 +98,11 @@ impl TenantStore<'_> {
         Ok(())
     }
 
-    /// Ends the user's membership of the organization; false when there was none. Nothing
-    /// else is written: a grant stands only while its membership does (the refresh rotation,
-    /// the code exchange and the API's check each require it), so the user's grants for the
-    /// organization end with this delete, whichever way it is made.
+    /// Deletes the membership row alone; false when there was none. The refresh rotation, the
+    /// code exchange and the API's check each require the membership, so those end with it;
+    /// userinfo checks only the grant. Administration removes a member with
+    /// [`TenantStore::remove_member`], which also revokes the grants bound to the
+    /// organization, so every endpoint refuses them and adding the member back revives none.
     pub async fn remove_membership(
         &self,
         user_id: &str,
