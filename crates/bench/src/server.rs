@@ -75,6 +75,8 @@ impl Server {
             .arg("serve")
             .args(["--auth-listen", &format!("127.0.0.1:{auth_port}")])
             .args(["--api-listen", &format!("127.0.0.1:{api_port}")])
+            // The bench measures the protocol; no admin API, so no port to collide on.
+            .args(["--admin-listen", ""])
             .args(["--auth-url", &issuer, "--api-url", &api_url]);
         let ready = vec![format!("{issuer}/readyz"), format!("{api_url}/readyz")];
         let launch = Launch {

@@ -62,6 +62,7 @@ fn failed_start(db: &TestDatabase, args: &[&str]) -> String {
             "127.0.0.1:0",
         ])
         .args(args)
+        .env("FIELDAUTH_ADMIN_LISTEN", "127.0.0.1:0")
         .env("FIELDAUTH_LOG", "error")
         .stdin(Stdio::null())
         .output()

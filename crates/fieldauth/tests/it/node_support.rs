@@ -94,6 +94,9 @@ fn spawn_node(
         .args(["serve", "--auth-url", issuer, "--api-url", api_url])
         .args(["--auth-listen", listen[0], "--api-listen", listen[1]])
         .args(extra)
+        // Its own free port, not the default: several nodes run at once (`--admin-listen` in
+        // `extra` overrides this).
+        .env("FIELDAUTH_ADMIN_LISTEN", "127.0.0.1:0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -11,6 +11,7 @@ fn serve(db: &TestDatabase, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_fieldauth"))
         .args(["--database-url", &db.url, "serve"])
         .args(args)
+        .env("FIELDAUTH_ADMIN_LISTEN", "127.0.0.1:0")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -135,6 +136,7 @@ fn serve_json_logs(
             "--api-listen",
             "127.0.0.1:0",
         ])
+        .env("FIELDAUTH_ADMIN_LISTEN", "127.0.0.1:0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
