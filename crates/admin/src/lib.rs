@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod clients;
 pub mod context;
 pub mod error;
 pub mod etag;

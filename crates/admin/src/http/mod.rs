@@ -4,6 +4,7 @@
 //! JSON. Each resource's module gives its routes with their OpenAPI descriptions, so the
 //! document at `/admin/v1/openapi.json` is generated from the handlers themselves.
 
+mod clients;
 mod extract;
 mod tenants;
 
@@ -79,7 +80,9 @@ impl Modify for BearerToken {
 
 /// Every route of the admin API and their OpenAPI description, before the state is given.
 fn routes() -> OpenApiRouter<AdminState> {
-    OpenApiRouter::with_openapi(AdminApi::openapi()).nest(BASE_PATH, tenants::routes())
+    OpenApiRouter::with_openapi(AdminApi::openapi())
+        .nest(BASE_PATH, tenants::routes())
+        .nest(BASE_PATH, clients::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.
