@@ -2,6 +2,7 @@
 //! SQLite and PostgreSQL, tenant tokens confined to their tenant, and the contract (problem
 //! JSON, ETags and If-Match).
 
+mod clients;
 mod listener;
 mod support;
 mod tenants;
