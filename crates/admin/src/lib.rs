@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod audit_trail;
 pub mod auth;
+pub mod clients;
 pub mod context;
 pub mod error;
 pub mod etag;

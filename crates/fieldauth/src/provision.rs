@@ -1,102 +1,15 @@
-//! Provisioning: the operator's commands for clients and users.
+//! Provisioning: the operator's command for users (clients and organizations are the
+//! `admin` crate's).
 //! Each validates its input at the edge, writes one record, and returns a [`Report`].
 
 use anyhow::Context;
 use jose::UnixTime;
-use oauth::cors::WebOrigin;
-use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
-use secrecy::{ExposeSecret, SecretString};
+use oauth::{RandomSource, Username};
+use secrecy::SecretString;
 use serde_json::json;
-use store::{NewClient, NewUser, Store, TenantId};
+use store::{NewUser, Store, TenantId};
 
 use crate::report::Report;
-
-/// What `client create` was asked for, before validation.
-#[derive(Debug)]
-pub struct ClientRequest<'a> {
-    pub tenant: &'a str,
-    pub client_id: &'a str,
-    pub redirect_uris: &'a [String],
-    pub confidential: bool,
-    pub name: Option<&'a str>,
-    pub scopes: &'a [String],
-    pub web_origins: &'a [String],
-}
-
-pub async fn create_client(
-    store: &Store,
-    request: &ClientRequest<'_>,
-    random: &dyn RandomSource,
-    now: UnixTime,
-) -> anyhow::Result<Report> {
-    let tenant_id = tenant(request.tenant)?;
-    let client_id = ClientId::parse(request.client_id)?;
-    let redirect_uris = request
-        .redirect_uris
-        .iter()
-        .map(|uri| {
-            RedirectUri::parse(uri)
-                .map(RedirectUri::into_string)
-                .with_context(|| format!("--redirect-uri {uri:?}"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut web_origins = Vec::new();
-    for origin in request.web_origins {
-        let origin = WebOrigin::parse(origin)
-            .with_context(|| format!("--web-origin {origin:?}"))?
-            .into_string();
-        if !web_origins.contains(&origin) {
-            web_origins.push(origin);
-        }
-    }
-    let scopes = match request.scopes {
-        [] => Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect(),
-        given => given
-            .iter()
-            .map(|s| {
-                Scope::parse(s)
-                    .map(|s| s.as_str().to_owned())
-                    .with_context(|| format!("--scope {s:?}"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?,
-    };
-    let mut seen = std::collections::HashSet::new();
-    let scopes: Vec<String> = scopes
-        .into_iter()
-        .filter(|s| seen.insert(s.clone()))
-        .collect();
-    let name = non_empty(request.name.unwrap_or(client_id.as_str()), "--name")?;
-    let secret = match request.confidential {
-        true => Some(oauth::secret::generate_client_secret(random)?),
-        false => None,
-    };
-    let tenant = store.tenant(&tenant_id);
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let new = NewClient {
-        client_id: client_id.as_str(),
-        name,
-        secret_hash: secret.as_ref().map(|(_, hash)| &hash[..]),
-        redirect_uris: &redirect_uris,
-        scopes: &scopes,
-    };
-    tenant
-        .create_client_with_web_origins(&new, &web_origins, now)
-        .await
-        .with_context(|| format!("cannot create client \"{client_id}\" in tenant {tenant_id}"))?;
-    Ok(match secret {
-        Some((secret, _)) => Report::new(
-            json!({ "client_id": client_id.as_str(), "client_secret": secret.expose_secret(), "web_origins": web_origins }),
-            format!(
-                "created confidential client {client_id}\nclient_secret: {}\n(shown once: only its hash is stored)",
-                secret.expose_secret()
-            ),
-        ),
-        None => Report::new(json!({ "client_id": client_id.as_str(), "web_origins": web_origins }), format!("created public client {client_id}")),
-    })
-}
 
 #[derive(Debug)]
 pub struct UserRequest<'a> {

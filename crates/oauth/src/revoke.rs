@@ -39,7 +39,7 @@ pub async fn revoke(
         "the token names no tenant to authenticate the client in",
     ))?;
     let tenant = state.store.tenant(&tenant_id);
-    let client = authenticate_client(&tenant, &headers, &params).await?;
+    let client = authenticate_client(&tenant, &headers, &params, now).await?;
     // A JWT (three dot-separated parts) is an access token. `token_type_hint` is only a hint
     // (§2.1): the token's shape decides.
     if is_jwt(token) {

@@ -41,6 +41,25 @@ pub struct Client {
     pub redirect_uris: Vec<String>,
     pub scopes: Vec<String>,
     pub created_at: UnixTime,
+    /// Set by an admin: a disabled client is refused wherever it would be an unknown one.
+    pub disabled: bool,
+    /// The secret a rotation with a grace period replaced, still accepted until it ends.
+    /// `None` where the client was read without it (the code exchange's joined read).
+    pub previous_secret: Option<PreviousSecret>,
+}
+
+/// A replaced secret's hash and the end of its grace period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreviousSecret {
+    pub hash: Vec<u8>,
+    pub expires_at: UnixTime,
+}
+
+impl PreviousSecret {
+    /// Whether it is still accepted at `now`.
+    pub fn live_at(&self, now: UnixTime) -> bool {
+        now < self.expires_at
+    }
 }
 
 /// What provisioning hands the store; values are validated before they get here.
@@ -55,6 +74,8 @@ pub struct NewClient<'a> {
 
 pub(crate) type ClientRow = (String, String, String, Option<Vec<u8>>, String, String, i64);
 
+/// A client from its registration's columns alone: not disabled, no previous secret. For a
+/// read that selects only those (the code exchange's; it refuses a disabled client itself).
 pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
     let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at) = row;
     let redirect_uris: Vec<String> =
@@ -67,11 +88,39 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
         redirect_uris,
         scopes: scopes.split_whitespace().map(str::to_owned).collect(),
         created_at,
+        disabled: false,
+        previous_secret: None,
     })
 }
 
-const CLIENT_COLUMNS: &str =
-    "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at";
+/// [`ClientRow`], then `disabled_at`, `previous_secret_hash`, `previous_secret_expires_at`.
+pub(crate) type FullClientRow = (
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<Vec<u8>>,
+    Option<i64>,
+);
+
+pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreError> {
+    let (id, name, kind, hash, uris, scopes, created_at, disabled_at, previous, until) = row;
+    let mut client = client_from_row((id, name, kind, hash, uris, scopes, created_at))?;
+    client.disabled = disabled_at.is_some();
+    client.previous_secret = match (previous, until) {
+        (Some(hash), Some(expires_at)) => Some(PreviousSecret { hash, expires_at }),
+        _ => None,
+    };
+    Ok(client)
+}
+
+pub(crate) const CLIENT_COLUMNS: &str =
+    "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at, \
+     disabled_at, previous_secret_hash, previous_secret_expires_at";
 
 /// What a client's registration says about the browser pages that may call the endpoints
 /// single-page apps use: its redirect URIs and the web origins an operator added.
@@ -88,13 +137,15 @@ impl Store {
     /// The redirect URIs and web origins of every client of every tenant, from every
     /// database: each tenant's from the database the shard map places it in (a copy left in
     /// another database after a move is not read). For the CORS allow-list, which must be
-    /// known before a request names its tenant.
+    /// known before a request names its tenant. A disabled client's pages get no CORS: it
+    /// could not use what they would call.
     pub async fn list_client_origins(&self) -> Result<Vec<ClientOrigins>, StoreError> {
         let mut clients = Vec::new();
         for database in self.databases() {
             self.count_statement();
             let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-                "SELECT tenant_id, client_id, redirect_uris, web_origins FROM clients",
+                "SELECT tenant_id, client_id, redirect_uris, web_origins FROM clients \
+                 WHERE disabled_at IS NULL",
             )
             .fetch_all(database.pool())
             .await?;
@@ -116,7 +167,7 @@ impl Store {
     }
 }
 
-fn json_list(text: &str, what: &'static str) -> Result<Vec<String>, StoreError> {
+pub(crate) fn json_list(text: &str, what: &'static str) -> Result<Vec<String>, StoreError> {
     serde_json::from_str(text).map_err(|_| StoreError::Corrupt(what))
 }
 
@@ -175,18 +226,20 @@ impl TenantStore<'_> {
             redirect_uris: client.redirect_uris.to_vec(),
             scopes: client.scopes.to_vec(),
             created_at: now,
+            disabled: false,
+            previous_secret: None,
         })
     }
 
     pub async fn find_client(&self, client_id: &str) -> Result<Option<Client>, StoreError> {
-        let row: Option<ClientRow> = sqlx::query_as(&format!(
+        let row: Option<FullClientRow> = sqlx::query_as(&format!(
             "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 AND client_id = $2"
         ))
         .bind(self.id_str())
         .bind(client_id)
         .fetch_optional(self.pool())
         .await?;
-        row.map(client_from_row).transpose()
+        row.map(client_from_full_row).transpose()
     }
 
     /// The web origins an operator added to a client; `None` for an unknown client.
@@ -206,13 +259,13 @@ impl TenantStore<'_> {
     }
 
     pub async fn list_clients(&self) -> Result<Vec<Client>, StoreError> {
-        let rows: Vec<ClientRow> = sqlx::query_as(&format!(
+        let rows: Vec<FullClientRow> = sqlx::query_as(&format!(
             "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 ORDER BY client_id"
         ))
         .bind(self.id_str())
         .fetch_all(self.pool())
         .await?;
-        rows.into_iter().map(client_from_row).collect()
+        rows.into_iter().map(client_from_full_row).collect()
     }
 
     /// Replaces a confidential client's secret hash; `NotFound(Client)` for an unknown or

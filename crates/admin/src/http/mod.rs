@@ -5,6 +5,7 @@
 //! document at `/admin/v1/openapi.json` is generated from the handlers themselves.
 
 mod audit;
+mod clients;
 mod extract;
 mod grants;
 mod organizations;
@@ -89,6 +90,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .nest(BASE_PATH, audit::routes())
         .nest(BASE_PATH, organizations::routes())
         .nest(BASE_PATH, grants::routes())
+        .nest(BASE_PATH, clients::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.

@@ -1,9 +1,25 @@
-//! `fieldauth client …`: the CLI front end of the clients' administration.
+//! `fieldauth client …`: the CLI front end of [`admin::clients`].
 
-use clap::Subcommand;
+use admin::clients::{self, ClientKind, ClientPatch, ClientView, NewClientRequest, SecretRotation};
+use admin::page::{PageQuery, PageRequest};
+use admin::Versioned;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::json;
 
-use super::{Outcome, Shell};
-use crate::provision::{self, ClientRequest};
+use super::{all_pages, failed, if_match, Outcome, Shell};
+use crate::report::Report;
+
+/// The client a command is about.
+#[derive(Debug, Args)]
+pub struct Target {
+    #[arg(long)]
+    tenant: String,
+    #[arg(long)]
+    client_id: String,
+    #[arg(long)]
+    json: bool,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
@@ -33,9 +49,65 @@ pub enum ClientCommand {
         #[arg(long)]
         json: bool,
     },
+    /// List a tenant's clients, by client id.
+    List {
+        #[arg(long)]
+        tenant: String,
+        /// Only those whose id or name contains this (case-insensitive).
+        #[arg(long)]
+        q: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a client, with its ETag.
+    Show {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Change a client's name, redirect URIs or allowed scopes (those given replace).
+    Update {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        name: Option<String>,
+        /// Replaces every redirect URI; repeat for several.
+        #[arg(long = "redirect-uri")]
+        redirect_uris: Vec<String>,
+        /// Replaces the allowed scopes; repeat for several.
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Apply only if the client is still at this ETag (as `show` printed it).
+        #[arg(long)]
+        if_match: Option<String>,
+    },
+    /// Give a confidential client a new secret, shown once.
+    RotateSecret {
+        #[command(flatten)]
+        target: Target,
+        /// Keep accepting the previous secret this long (1 to 86400); without it, the
+        /// previous secret stops at once.
+        #[arg(long)]
+        grace_seconds: Option<i64>,
+    },
+    /// Disable a client: its grants are revoked, and it is refused until enabled.
+    Disable {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Enable a client again (its revoked grants stay revoked).
+    Enable {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete a client with its grants.
+    Delete {
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Outcome> {
+    let ctx = shell.ctx("");
     Ok(match command {
         ClientCommand::Create {
             tenant,
@@ -47,19 +119,155 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             web_origins,
             json,
         } => {
-            let request = ClientRequest {
-                tenant: &tenant,
-                client_id: &client_id,
-                redirect_uris: &redirect_uris,
-                confidential,
-                name: name.as_deref(),
-                scopes: &scopes,
-                web_origins: &web_origins,
+            let new = NewClientRequest {
+                client_id,
+                client_type: match confidential {
+                    true => ClientKind::Confidential,
+                    false => ClientKind::Public,
+                },
+                name,
+                redirect_uris,
+                scopes: (!scopes.is_empty()).then_some(scopes),
+                web_origins,
             };
-            (
-                provision::create_client(shell.store, &request, shell.random, shell.now).await?,
-                json,
+            let made = clients::create(&ctx, &tenant, &new)
+                .await
+                .map_err(failed("create the client"))?;
+            let id = &made.value.client.client_id;
+            let text = match &made.value.client_secret {
+                Some(secret) => format!(
+                    "created confidential client {id}\nclient_secret: {secret}\n(shown once: only its hash is stored)"
+                ),
+                None => format!("created public client {id}"),
+            };
+            (shown(&made, text), json)
+        }
+        ClientCommand::List { tenant, q, json } => {
+            let all = all_pages(|cursor| {
+                let query = PageQuery {
+                    cursor,
+                    limit: Some(admin::page::MAX_LIMIT),
+                    q: q.clone(),
+                };
+                let (ctx, tenant) = (&ctx, &tenant);
+                async move { clients::list(ctx, tenant, &PageRequest::parse(&query)?).await }
+            })
+            .await
+            .map_err(failed("list clients"))?;
+            let text = all
+                .iter()
+                .map(|c| {
+                    let state = if c.disabled { "\tdisabled" } else { "" };
+                    format!(
+                        "{}\t{}\t{}{state}",
+                        c.client_id,
+                        c.client_type.as_str(),
+                        c.name
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            (Report::new(json!({ "clients": all }), text), json)
+        }
+        ClientCommand::Show { target } => {
+            let found = clients::get(&ctx, &target.tenant, &target.client_id)
+                .await
+                .map_err(failed("show the client"))?;
+            let text = described(&found);
+            (shown(&found, text), target.json)
+        }
+        ClientCommand::Update {
+            target,
+            name,
+            redirect_uris,
+            scopes,
+            if_match: tag,
+        } => {
+            let patch = ClientPatch {
+                name,
+                redirect_uris: (!redirect_uris.is_empty()).then_some(redirect_uris),
+                scopes: (!scopes.is_empty()).then_some(scopes),
+            };
+            let precondition = if_match(tag.as_deref())?;
+            let updated = clients::update(
+                &ctx,
+                &target.tenant,
+                &target.client_id,
+                &patch,
+                precondition,
             )
+            .await
+            .map_err(failed("update the client"))?;
+            let text = described(&updated);
+            (shown(&updated, text), target.json)
+        }
+        ClientCommand::RotateSecret {
+            target,
+            grace_seconds,
+        } => {
+            let rotation = SecretRotation { grace_seconds };
+            let rotated =
+                clients::rotate_secret(&ctx, &target.tenant, &target.client_id, &rotation)
+                    .await
+                    .map_err(failed("rotate the client's secret"))?;
+            let secret = rotated.value.client_secret.as_deref().unwrap_or_default();
+            let previous = match grace_seconds {
+                Some(seconds) => format!("the previous secret is accepted for {seconds} s more"),
+                None => "the previous secret no longer works".to_owned(),
+            };
+            let text = format!(
+                "new secret for client {}\nclient_secret: {secret}\n(shown once: only its hash is stored; {previous})",
+                target.client_id
+            );
+            (shown(&rotated, text), target.json)
+        }
+        ClientCommand::Disable { target } => {
+            let disabled = clients::disable(&ctx, &target.tenant, &target.client_id)
+                .await
+                .map_err(failed("disable the client"))?;
+            let text = format!(
+                "disabled client {} (its grants are revoked)",
+                target.client_id
+            );
+            (shown(&disabled, text), target.json)
+        }
+        ClientCommand::Enable { target } => {
+            let enabled = clients::enable(&ctx, &target.tenant, &target.client_id)
+                .await
+                .map_err(failed("enable the client"))?;
+            let text = format!("enabled client {}", target.client_id);
+            (shown(&enabled, text), target.json)
+        }
+        ClientCommand::Delete { target } => {
+            clients::delete(&ctx, &target.tenant, &target.client_id)
+                .await
+                .map_err(failed("delete the client"))?;
+            let text = format!("deleted client {}", target.client_id);
+            let body = json!({ "client_id": target.client_id, "deleted": true });
+            (Report::new(body, text), target.json)
         }
     })
+}
+
+fn described(client: &Versioned<ClientView>) -> String {
+    let c = &client.value;
+    format!(
+        "client {}\nname: {}\ntype: {}\nredirect_uris: {}\nscopes: {}\nweb_origins: {}\ndisabled: {}\ncreated: {}\netag: {}",
+        c.client_id,
+        c.name,
+        c.client_type.as_str(),
+        c.redirect_uris.join(" "),
+        c.scopes.join(" "),
+        c.web_origins.join(" "),
+        c.disabled,
+        c.created_at,
+        client.etag()
+    )
+}
+
+/// A client as `--json` prints it: the admin API's body, and its ETag.
+fn shown<T: Serialize>(client: &Versioned<T>, text: String) -> Report {
+    let mut body = serde_json::to_value(&client.value).unwrap_or_default();
+    body["etag"] = json!(client.etag());
+    Report::new(body, text)
 }

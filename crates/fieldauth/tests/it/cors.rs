@@ -407,7 +407,7 @@ async fn a_web_origin_added_with_the_cli_is_allowed(db: TestDatabase) {
 
     assert_refused(
         &create("plain", &["http://dispatch.example.com"]),
-        "--web-origin \"http://dispatch.example.com\": invalid web origin: plain http is allowed only to a loopback host",
+        "web_origins: \"http://dispatch.example.com\": invalid web origin: plain http is allowed only to a loopback host",
     );
     assert_refused(
         &create("pathed", &["https://dispatch.example.com/app"]),

@@ -72,9 +72,12 @@ pub async fn load_pending(
             "The form's security token is missing or wrong.",
         ));
     }
+    // Disabling a client drops its pending requests; one read before that finished meets
+    // the flag here.
     let client = tenant_store
         .find_client(&request.client_id)
         .await?
+        .filter(|client| !client.disabled)
         .ok_or(OAuthError::InvalidFlow("This sign-in request is unknown."))?;
     crate::events::log_context(&tenant, &client.client_id);
     Ok(Pending {

@@ -79,9 +79,11 @@ pub async fn resolve_target(
     // An id outside the registration rules was never registered: no lookup, so text a
     // database cannot store (a NUL) never reaches one.
     let client_id = ClientId::parse(client_id).map_err(|_| unregistered())?;
+    // A disabled client is shown the same page as an unregistered one, never a redirect.
     let client = tenant_store
         .find_client(client_id.as_str())
         .await?
+        .filter(|client| !client.disabled)
         .ok_or_else(unregistered)?;
     crate::events::log_context(&tenant, &client.client_id);
     // OAuth 2.1 §2.3.1 and RFC 9700 §4.1.3: exact string comparison, nothing looser.

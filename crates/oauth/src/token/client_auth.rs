@@ -1,12 +1,14 @@
 //! Client authentication at the token and revocation endpoints (RFC 6749 §2.3.1, §3.2.1):
 //! public clients name themselves with `client_id`; confidential clients prove themselves
-//! with HTTP Basic or with `client_id` and `client_secret` in the body, never both.
+//! with HTTP Basic or with `client_id` and `client_secret` in the body, never both. A
+//! disabled client is refused exactly as an unknown one, and a secret replaced by a rotation
+//! with a grace period is accepted until the grace ends.
 
 use axum::http::{header, HeaderMap};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use secrecy::SecretString;
-use store::{Client, ClientType, TenantStore};
+use store::{Client, ClientType, TenantStore, UnixTime};
 
 use crate::client_id::ClientId;
 use crate::error::OAuthError;
@@ -25,10 +27,11 @@ pub async fn authenticate_client(
     tenant: &TenantStore<'_>,
     headers: &HeaderMap,
     params: &Params,
+    now: UnixTime,
 ) -> Result<Client, OAuthError> {
     let presented = presented(headers, params)?;
     let client = tenant.find_client(&presented.client_id).await?;
-    check_client(tenant, &presented, client)
+    check_client(tenant, &presented, client, now)
 }
 
 /// Checks what was presented against the client registered under its id (`None`: none is),
@@ -37,8 +40,13 @@ pub(super) fn check_client(
     tenant: &TenantStore<'_>,
     presented: &Presented,
     client: Option<Client>,
+    now: UnixTime,
 ) -> Result<Client, OAuthError> {
-    let client = client.ok_or(OAuthError::InvalidClient("unknown client"))?;
+    // A disabled client is not told apart from an unknown one: whoever holds its
+    // credentials learns nothing from them.
+    let client = client
+        .filter(|client| !client.disabled)
+        .ok_or(OAuthError::InvalidClient("unknown client"))?;
     // Only a registered id reaches the log: a presented one is the client's free text.
     crate::events::log_context(tenant.id(), &client.client_id);
     match (client.client_type, &presented.secret, &client.secret_hash) {
@@ -46,7 +54,9 @@ pub(super) fn check_client(
         (ClientType::Public, Some(_), _) => Err(OAuthError::InvalidClient(
             "a public client must not send a secret",
         )),
-        (ClientType::Confidential, Some(secret), Some(hash)) if verify_secret(secret, hash) => {
+        (ClientType::Confidential, Some(secret), Some(hash))
+            if secret_matches(&client, secret, hash, now) =>
+        {
             Ok(client)
         }
         (ClientType::Confidential, Some(_), _) => {
@@ -56,6 +66,41 @@ pub(super) fn check_client(
             "a confidential client must authenticate",
         )),
     }
+}
+
+/// The current secret or, during its grace period, the one a rotation replaced. Both are
+/// compared, each in constant time, whichever matches: the time taken does not say which.
+fn secret_matches(client: &Client, secret: &SecretString, current: &[u8], now: UnixTime) -> bool {
+    let is_current = verify_secret(secret, current);
+    let is_previous = match &client.previous_secret {
+        Some(previous) => verify_secret(secret, &previous.hash) & previous.live_at(now),
+        None => false,
+    };
+    is_current | is_previous
+}
+
+/// The code exchange reads its client together with the code, without the secret a rotation
+/// replaced; only a presented secret that is not the current one costs the read of that one.
+pub(super) async fn with_previous_secret(
+    tenant: &TenantStore<'_>,
+    presented: &Presented,
+    client: Option<Client>,
+) -> Result<Option<Client>, OAuthError> {
+    let Some(mut client) = client else {
+        return Ok(None);
+    };
+    if let (Some(secret), Some(current), None) = (
+        &presented.secret,
+        &client.secret_hash,
+        &client.previous_secret,
+    ) {
+        if !verify_secret(secret, current) {
+            client.previous_secret = tenant
+                .find_previous_client_secret(&client.client_id)
+                .await?;
+        }
+    }
+    Ok(Some(client))
 }
 
 pub(super) fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {

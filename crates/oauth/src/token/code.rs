@@ -9,7 +9,7 @@ use store::{
 };
 use subtle::ConstantTimeEq;
 
-use super::client_auth::{check_client, presented};
+use super::client_auth::{check_client, presented, with_previous_secret};
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
 use crate::error::OAuthError;
@@ -44,7 +44,8 @@ pub async fn exchange_code(
         Some((client, exchange)) => (Some(client), exchange),
         None => (None, CodeExchange::Unknown),
     };
-    let client = check_client(&tenant, &presented, client)?;
+    let client = with_previous_secret(&tenant, &presented, client).await?;
+    let client = check_client(&tenant, &presented, client, now)?;
     let redeemed = match exchange {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed {

@@ -29,7 +29,7 @@ pub async fn refresh(
     let (tenant_id, secret) =
         tenant_token(token).ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
     let tenant = state.store.tenant(&tenant_id);
-    let client = authenticate_client(&tenant, headers, params).await?;
+    let client = authenticate_client(&tenant, headers, params, now).await?;
     let token_hash = hash_secret(secret);
     let requested = params
         .single("scope")

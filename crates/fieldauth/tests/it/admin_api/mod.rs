@@ -3,6 +3,7 @@
 //! JSON, ETags and If-Match).
 
 mod audit;
+mod clients;
 mod contract;
 mod grants;
 mod listener;

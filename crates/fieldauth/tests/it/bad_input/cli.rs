@@ -105,7 +105,7 @@ async fn every_stored_flag_of_the_cli_refuses_control_characters_and_long_values
         );
         refused(
             client("spa", &bad("SPA"), uri, origin),
-            "--name must not contain control characters",
+            "name must not contain control characters",
         );
         refused(
             client("spa", "SPA", &bad(uri), origin),

@@ -15,6 +15,8 @@ fn target() -> TrustedTarget {
             redirect_uris: vec!["https://app.example.com/cb".into()],
             scopes: vec!["openid".into(), "profile".into(), "jobs".into()],
             created_at: 0,
+            disabled: false,
+            previous_secret: None,
         },
         redirect_uri: "https://app.example.com/cb".into(),
     }

@@ -1,0 +1,261 @@
+//! What an admin sends about a client, and its checks: the same types the authorization
+//! server parses with (`ClientId`, `RedirectUri`, `Scope`, `WebOrigin`), so nothing is
+//! registered that the endpoints would refuse. Each refusal names its field.
+
+use oauth::cors::WebOrigin;
+use oauth::{ClientId, RedirectUri, Scope};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::AdminError;
+use crate::text::display_name;
+
+/// The longest grace period a rotation gives the previous secret: a day.
+pub const MAX_GRACE_SECONDS: i64 = 86_400;
+
+/// RFC 6749 §2.1 client types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientKind {
+    /// Cannot keep a secret (a browser or native app): authenticates with PKCE only.
+    Public,
+    /// Can keep a secret (a server-side app): gets one, shown once.
+    Confidential,
+}
+
+impl ClientKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Public => "public",
+            ClientKind::Confidential => "confidential",
+        }
+    }
+}
+
+/// `POST /admin/v1/tenants/{tenant}/clients`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewClientRequest {
+    /// 1 to 128 of letters, digits and `- . _ ~`.
+    pub client_id: String,
+    #[serde(rename = "type")]
+    pub client_type: ClientKind,
+    /// Defaults to the client id; shown on the consent screen.
+    pub name: Option<String>,
+    /// At least one; matched exactly.
+    pub redirect_uris: Vec<String>,
+    /// The scopes it may request; every scope when absent.
+    pub scopes: Option<Vec<String>>,
+    /// Origins (`scheme://host[:port]`) whose pages may call the token, userinfo,
+    /// revocation and API endpoints, besides those of the redirect URIs.
+    #[serde(default)]
+    pub web_origins: Vec<String>,
+}
+
+/// `PATCH /admin/v1/tenants/{tenant}/clients/{client_id}`: the fields given are replaced.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClientPatch {
+    pub name: Option<String>,
+    pub redirect_uris: Option<Vec<String>>,
+    pub scopes: Option<Vec<String>>,
+}
+
+/// `POST /admin/v1/tenants/{tenant}/clients/{client_id}/secret`.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretRotation {
+    /// 1 to 86400: how long the previous secret is still accepted. Without it, the previous
+    /// secret stops at once.
+    pub grace_seconds: Option<i64>,
+}
+
+pub(super) struct CheckedNew<'a> {
+    pub client_id: ClientId,
+    pub name: &'a str,
+    pub redirect_uris: Vec<String>,
+    pub scopes: Vec<String>,
+    pub web_origins: Vec<String>,
+}
+
+pub(super) struct CheckedPatch<'a> {
+    pub name: Option<&'a str>,
+    pub redirect_uris: Option<Vec<String>>,
+    pub scopes: Option<Vec<String>>,
+    /// The names of the fields changed, for the audit trail.
+    pub fields: Vec<&'static str>,
+}
+
+impl NewClientRequest {
+    pub(super) fn check(&self) -> Result<CheckedNew<'_>, AdminError> {
+        let client_id = ClientId::parse(&self.client_id)
+            .map_err(|e| AdminError::Invalid(format!("client_id: {e}")))?;
+        let name = display_name(self.name.as_deref().unwrap_or(&self.client_id), "name")?;
+        let scopes = match &self.scopes {
+            None => Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect(),
+            Some(given) => scopes(given)?,
+        };
+        Ok(CheckedNew {
+            client_id,
+            name,
+            redirect_uris: redirect_uris(&self.redirect_uris)?,
+            scopes,
+            web_origins: web_origins(&self.web_origins)?,
+        })
+    }
+}
+
+impl ClientPatch {
+    pub(super) fn check(&self) -> Result<CheckedPatch<'_>, AdminError> {
+        let mut fields = Vec::new();
+        let name = match &self.name {
+            Some(name) => {
+                fields.push("name");
+                Some(display_name(name, "name")?)
+            }
+            None => None,
+        };
+        let redirect_uris = match &self.redirect_uris {
+            Some(uris) => {
+                fields.push("redirect_uris");
+                Some(redirect_uris(uris)?)
+            }
+            None => None,
+        };
+        let scopes = match &self.scopes {
+            Some(given) => {
+                fields.push("scopes");
+                Some(scopes(given)?)
+            }
+            None => None,
+        };
+        if fields.is_empty() {
+            return Err(AdminError::Invalid(
+                "the body changes nothing: give name, redirect_uris or scopes".to_owned(),
+            ));
+        }
+        Ok(CheckedPatch {
+            name,
+            redirect_uris,
+            scopes,
+            fields,
+        })
+    }
+}
+
+impl SecretRotation {
+    pub(super) fn grace(&self) -> Result<Option<i64>, AdminError> {
+        match self.grace_seconds {
+            Some(seconds) if !(1..=MAX_GRACE_SECONDS).contains(&seconds) => {
+                Err(AdminError::Invalid(format!(
+                    "grace_seconds: must be between 1 and {MAX_GRACE_SECONDS}"
+                )))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+fn redirect_uris(given: &[String]) -> Result<Vec<String>, AdminError> {
+    if given.is_empty() {
+        return Err(AdminError::Invalid(
+            "redirect_uris: at least one is required".to_owned(),
+        ));
+    }
+    let mut uris: Vec<String> = Vec::with_capacity(given.len());
+    for uri in given {
+        let uri = RedirectUri::parse(uri)
+            .map_err(|e| AdminError::Invalid(format!("redirect_uris: {uri:?}: {e}")))?
+            .into_string();
+        if !uris.contains(&uri) {
+            uris.push(uri);
+        }
+    }
+    Ok(uris)
+}
+
+fn scopes(given: &[String]) -> Result<Vec<String>, AdminError> {
+    if given.is_empty() {
+        return Err(AdminError::Invalid(
+            "scopes: at least one is required".to_owned(),
+        ));
+    }
+    let mut scopes: Vec<String> = Vec::with_capacity(given.len());
+    for scope in given {
+        let scope = Scope::parse(scope)
+            .map_err(|e| AdminError::Invalid(format!("scopes: {scope:?}: {e}")))?
+            .as_str()
+            .to_owned();
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    Ok(scopes)
+}
+
+fn web_origins(given: &[String]) -> Result<Vec<String>, AdminError> {
+    let mut origins: Vec<String> = Vec::with_capacity(given.len());
+    for origin in given {
+        let origin = WebOrigin::parse(origin)
+            .map_err(|e| AdminError::Invalid(format!("web_origins: {origin:?}: {e}")))?
+            .into_string();
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    Ok(origins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid<T>(result: Result<T, AdminError>) -> String {
+        match result {
+            Err(AdminError::Invalid(why)) => why,
+            Err(other) => panic!("not invalid input: {other:?}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn each_refusal_names_its_field() {
+        let new = |id: &str, uri: &str| NewClientRequest {
+            client_id: id.to_owned(),
+            client_type: ClientKind::Public,
+            name: None,
+            redirect_uris: vec![uri.to_owned()],
+            scopes: None,
+            web_origins: Vec::new(),
+        };
+        assert!(new("spa", "https://app.example.com/cb").check().is_ok());
+        let why = invalid(
+            new("bad id", "https://app.example.com/cb")
+                .check()
+                .map(|_| ()),
+        );
+        assert!(why.starts_with("client_id"), "{why}");
+        let why = invalid(new("spa", "/cb").check().map(|_| ()));
+        assert!(why.starts_with("redirect_uris"), "{why}");
+        let mut scoped = new("spa", "https://app.example.com/cb");
+        scoped.scopes = Some(vec!["admin".to_owned()]);
+        assert!(invalid(scoped.check().map(|_| ())).starts_with("scopes"));
+        scoped.scopes = Some(Vec::new());
+        assert!(invalid(scoped.check().map(|_| ())).starts_with("scopes"));
+        let mut origin = new("spa", "https://app.example.com/cb");
+        origin.web_origins = vec!["https://app.example.com/path".to_owned()];
+        assert!(invalid(origin.check().map(|_| ())).starts_with("web_origins"));
+        assert!(invalid(ClientPatch::default().check().map(|_| ())).contains("changes nothing"));
+    }
+
+    #[test]
+    fn grace_is_one_second_to_a_day() {
+        let grace = |s| SecretRotation { grace_seconds: s }.grace();
+        assert_eq!(grace(None).unwrap(), None);
+        assert_eq!(grace(Some(1)).unwrap(), Some(1));
+        assert_eq!(grace(Some(86_400)).unwrap(), Some(86_400));
+        for bad in [0, -1, 86_401] {
+            assert!(invalid(grace(Some(bad))).starts_with("grace_seconds"));
+        }
+    }
+}
