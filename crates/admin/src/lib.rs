@@ -14,6 +14,7 @@ pub mod page;
 pub mod tenants;
 pub mod text;
 pub mod tokens;
+pub mod users;
 pub mod versioned;
 
 pub use auth::{authenticate, Admin, AdminScope};

@@ -1,13 +1,14 @@
-//! Provisioning: the operator's commands for tenants, clients, users and organizations.
+//! Provisioning: the operator's commands for clients and organizations (users are
+//! created through `admin::users`).
 //! Each validates its input at the edge, writes one record, and returns a [`Report`].
 
 use anyhow::Context;
 use jose::UnixTime;
 use oauth::cors::WebOrigin;
 use oauth::{ClientId, RandomSource, RedirectUri, Scope, Username};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 use serde_json::json;
-use store::{NewClient, NewUser, Store, TenantId, TenantStore, User};
+use store::{NewClient, Store, TenantId, TenantStore, User};
 
 use crate::report::Report;
 
@@ -96,50 +97,6 @@ pub async fn create_client(
         ),
         None => Report::new(json!({ "client_id": client_id.as_str(), "web_origins": web_origins }), format!("created public client {client_id}")),
     })
-}
-
-#[derive(Debug)]
-pub struct UserRequest<'a> {
-    pub tenant: &'a str,
-    pub username: &'a str,
-    pub name: &'a str,
-    pub email: &'a str,
-}
-
-pub async fn create_user(
-    store: &Store,
-    request: &UserRequest<'_>,
-    password: SecretString,
-    random: &dyn RandomSource,
-    now: UnixTime,
-) -> anyhow::Result<Report> {
-    let tenant_id = tenant(request.tenant)?;
-    let username = Username::parse(request.username)?;
-    let name = non_empty(request.name, "--name")?;
-    let email = check_email(request.email)?;
-    oauth::password::check_new_password(&password)?;
-    let tenant = store.tenant(&tenant_id);
-    tenant
-        .require()
-        .await
-        .with_context(|| format!("tenant {tenant_id}"))?;
-    let sub = random.uuid_v4()?;
-    let password_hash = oauth::password::hash_password(password, random).await?;
-    let new = NewUser {
-        user_id: &sub,
-        username: username.as_str(),
-        password_hash: &password_hash,
-        name,
-        email,
-    };
-    tenant
-        .create_user(&new, now)
-        .await
-        .with_context(|| format!("cannot create user \"{username}\" in tenant {tenant_id}"))?;
-    Ok(Report::new(
-        json!({ "sub": sub }),
-        format!("created user {username} (sub {sub})"),
-    ))
 }
 
 pub async fn create_organization(
@@ -251,28 +208,6 @@ fn non_empty<'a>(value: &'a str, flag: &str) -> anyhow::Result<&'a str> {
     Ok(value)
 }
 
-/// A plausibility check, not RFC 5322: one `@` between non-empty parts, no spaces.
-fn check_email(email: &str) -> anyhow::Result<&str> {
-    let email = email.trim();
-    let valid = match email.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.contains('@')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        }
-        None => false,
-    };
-    anyhow::ensure!(
-        valid
-            && email.len() <= 254
-            && !email.contains(|c: char| c.is_whitespace() || c.is_control()),
-        "--email {email:?} is not an email address"
-    );
-    Ok(email)
-}
-
 /// The user named `username` in an existing tenant, or why not.
 async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow::Result<User> {
     tenant
@@ -288,23 +223,6 @@ async fn existing_user(tenant: &TenantStore<'_>, username: &Username) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn email_plausibility() {
-        assert!(check_email("alice@example.com").is_ok());
-        for bad in [
-            "alice",
-            "@example.com",
-            "alice@localhost",
-            "a b@example.com",
-            "a@b@c.com",
-            "a@.com",
-            "a\u{0}@example.com",
-            "a@exam\u{7}ple.com",
-        ] {
-            assert!(check_email(bad).is_err(), "{bad} was accepted");
-        }
-    }
 
     #[test]
     fn names_and_organization_guids_refuse_control_characters() {

@@ -6,6 +6,7 @@
 
 mod extract;
 mod tenants;
+mod users;
 
 use std::sync::Arc;
 
@@ -79,7 +80,9 @@ impl Modify for BearerToken {
 
 /// Every route of the admin API and their OpenAPI description, before the state is given.
 fn routes() -> OpenApiRouter<AdminState> {
-    OpenApiRouter::with_openapi(AdminApi::openapi()).nest(BASE_PATH, tenants::routes())
+    OpenApiRouter::with_openapi(AdminApi::openapi())
+        .nest(BASE_PATH, tenants::routes())
+        .nest(BASE_PATH, users::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.

@@ -5,3 +5,5 @@
 mod listener;
 mod support;
 mod tenants;
+mod user_effects;
+mod users;
