@@ -21,6 +21,7 @@ use crate::refresh::refresh;
 on_both_backends!(
     disabling_ends_every_token_and_sign_in_and_enabling_brings_back_only_sign_in,
     a_user_without_a_password_cannot_sign_in_until_one_is_set,
+    deleting_a_user_ends_their_tokens_and_their_sign_in,
 );
 
 const VIEWER: &str = "{ viewer { subject } }";
@@ -166,6 +167,37 @@ async fn a_user_without_a_password_cannot_sign_in_until_one_is_set(db: TestDatab
         .await;
     assert_eq!(set.status, 204);
     assert!(signs_in(&app, "henry", PASSWORD).await);
+    app.stop().await;
+}
+
+async fn deleting_a_user_ends_their_tokens_and_their_sign_in(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = seed(&app).await;
+    let admin = AdminClient::new(&app, "ops", None).await;
+    let scope = [("scope", Some("openid offline_access jobs"))];
+    let tokens = exchange(&app, &code_for(&app, &app.browser(), &scope).await).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let refresh_token = tokens["refresh_token"].as_str().unwrap();
+    let alice = format!("/tenants/acme/users/{}", seeded.alice_sub);
+    assert_eq!(admin.delete(&alice).await.status, 204);
+    assert_oauth_error(
+        refresh(&app, refresh_token, &[]).await,
+        400,
+        "invalid_grant",
+    )
+    .await;
+    assert_eq!(userinfo(&app.http, &app.issuer, access).await.status(), 401);
+    assert_eq!(api_status(&app, access).await, 401);
+    assert!(!signs_in(&app, "alice", PASSWORD).await);
+    // The trail keeps the deletion, by `sub` only.
+    let acme = TenantId::parse(TENANT).unwrap();
+    let events = app.store.tenant(&acme).audit_events(100).await.unwrap();
+    let deleted = events
+        .iter()
+        .find(|e| e.kind == "admin.user.deleted")
+        .unwrap();
+    assert_eq!(deleted.subject.as_deref(), Some(seeded.alice_sub.as_str()));
+    assert!(!deleted.detail.contains("alice"), "{}", deleted.detail);
     app.stop().await;
 }
 
