@@ -22,6 +22,7 @@ on_both_backends!(
     disabling_ends_every_token_and_sign_in_and_enabling_brings_back_only_sign_in,
     a_user_without_a_password_cannot_sign_in_until_one_is_set,
     deleting_a_user_ends_their_tokens_and_their_sign_in,
+    a_code_of_a_client_disabled_meanwhile_gives_no_tokens,
 );
 
 const VIEWER: &str = "{ viewer { subject } }";
@@ -198,6 +199,38 @@ async fn deleting_a_user_ends_their_tokens_and_their_sign_in(db: TestDatabase) {
         .unwrap();
     assert_eq!(deleted.subject.as_deref(), Some(seeded.alice_sub.as_str()));
     assert!(!deleted.detail.contains("alice"), "{}", deleted.detail);
+    app.stop().await;
+}
+
+/// The code exchange itself refuses a disabled client's code (whatever client
+/// authentication decides before it): the client is disabled in the database directly.
+async fn a_code_of_a_client_disabled_meanwhile_gives_no_tokens(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let code = code_for(&app, &app.browser(), &[]).await;
+    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
+    sqlx::query("UPDATE clients SET disabled_at = 1 WHERE tenant_id = 'acme' AND client_id = $1")
+        .bind(CLIENT_ID)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT_URI),
+        ("code_verifier", VERIFIER),
+        ("client_id", CLIENT_ID),
+    ];
+    let response = token_request(&app, &fields, None).await;
+    assert!(
+        [400, 401].contains(&response.status().as_u16()),
+        "{}",
+        response.status()
+    );
+    let body: Value = response.json().await.unwrap();
+    assert!(body.get("access_token").is_none(), "{body}");
+    assert_eq!(app.rows("grants").await, 0, "no grant was issued");
     app.stop().await;
 }
 
