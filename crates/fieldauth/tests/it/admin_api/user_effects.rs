@@ -23,6 +23,7 @@ on_both_backends!(
     a_user_without_a_password_cannot_sign_in_until_one_is_set,
     deleting_a_user_ends_their_tokens_and_their_sign_in,
     a_code_of_a_client_disabled_meanwhile_gives_no_tokens,
+    a_session_left_to_a_disabled_user_is_not_accepted,
 );
 
 const VIEWER: &str = "{ viewer { subject } }";
@@ -231,6 +232,31 @@ async fn a_code_of_a_client_disabled_meanwhile_gives_no_tokens(db: TestDatabase)
     let body: Value = response.json().await.unwrap();
     assert!(body.get("access_token").is_none(), "{body}");
     assert_eq!(app.rows("grants").await, 0, "no grant was issued");
+    app.stop().await;
+}
+
+/// Disabling deletes the user's sessions; a session that outlived it anyway (a sign-in
+/// finishing on another node at that moment) is refused when read. Here the user is disabled
+/// in the database directly, so the session stays.
+async fn a_session_left_to_a_disabled_user_is_not_accepted(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = seed(&app).await;
+    let browser = app.browser();
+    code_for(&app, &browser, &[]).await;
+    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
+    sqlx::query("UPDATE users SET disabled_at = 1 WHERE tenant_id = 'acme' AND user_id = $1")
+        .bind(&seeded.alice_sub)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(app.rows("browser_sessions").await, 1);
+    let page = browser.get(authorize_url(&app, &[])).send().await.unwrap();
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("name=\"password\""),
+        "not the sign-in page: {page}"
+    );
     app.stop().await;
 }
 
