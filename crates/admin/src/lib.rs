@@ -19,6 +19,7 @@ pub mod password_links;
 pub mod tenants;
 pub mod text;
 pub mod tokens;
+pub mod users;
 pub mod versioned;
 
 pub use auth::{authenticate, Admin, AdminScope};

@@ -15,7 +15,6 @@ mod keys;
 pub mod maintenance;
 pub mod manage;
 pub mod metrics;
-pub mod provision;
 mod report;
 pub mod serve;
 mod shards;

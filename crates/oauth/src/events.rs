@@ -128,6 +128,8 @@ pub(crate) enum Event<'a> {
         username: &'a str,
         client_id: &'a str,
         address: &'a str,
+        /// Why, for the trail only: "wrong username or password", "account disabled"…
+        why: &'a str,
         /// This failure locked the account or the address.
         locked: bool,
     },
@@ -185,14 +187,14 @@ impl OAuthState {
                 username,
                 client_id,
                 address,
+                why,
                 locked,
             } => {
                 metrics.signins.get_or_create(&signin("failed")).inc();
+                detail.push_str(why);
                 if locked {
                     metrics.locks.inc();
-                    detail.push_str("wrong username or password; now locked");
-                } else {
-                    detail.push_str("wrong username or password");
+                    detail.push_str("; now locked");
                 }
                 audit(
                     "signin.failed",

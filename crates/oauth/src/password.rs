@@ -41,6 +41,16 @@ fn hash_password_with_salt(password: &SecretString, salt: &[u8; 16]) -> Result<S
     Ok(hash.to_string())
 }
 
+/// What a user created without a password has instead of a hash: not a PHC string, so no
+/// password can ever match it (the `!` follows the convention of `/etc/shadow`).
+pub const NO_PASSWORD: &str = "!no password set";
+
+/// True when `phc` is a hash a password could match: false for [`NO_PASSWORD`] and for
+/// anything else that is not a PHC string, which sign-in then refuses as a wrong password.
+pub fn is_usable(phc: &str) -> bool {
+    PasswordHash::new(phc).is_ok()
+}
+
 /// True when the password matches the stored PHC hash; constant-time inside argon2.
 pub fn verify_password(password: &SecretString, phc: &str) -> Result<bool, OAuthError> {
     let parsed = PasswordHash::new(phc).map_err(|_| OAuthError::PasswordHash)?;
@@ -91,6 +101,15 @@ mod tests {
         );
         assert!(verify_password(&secret("correct horse"), &hash).unwrap());
         assert!(!verify_password(&secret("correct horsf"), &hash).unwrap());
+    }
+
+    #[test]
+    fn no_password_is_unusable_and_a_hash_is_usable() {
+        assert!(!is_usable(NO_PASSWORD));
+        assert!(!is_usable(""));
+        assert!(verify_password(&secret("x"), NO_PASSWORD).is_err());
+        let hash = hash_password_with_salt(&secret("correct horse"), &[7; 16]).unwrap();
+        assert!(is_usable(&hash));
     }
 
     #[test]

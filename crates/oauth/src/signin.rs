@@ -96,24 +96,30 @@ pub async fn sign_in(
             return Err(error);
         }
     };
-    let Some(user) = user else {
-        let locked = attempt.failed().await?;
-        tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
-        let message = match locked {
-            Verdict::Locked(_) => format!(
-                "Incorrect username or password. {}",
-                throttle_message(locked).unwrap_or_default()
-            ),
-            _ => "Incorrect username or password.".to_owned(),
-        };
-        let event = Event::SignInFailed {
-            username: username.as_str(),
-            client_id: &pending.client.client_id,
-            address,
-            locked: matches!(locked, Verdict::Locked(_)),
-        };
-        state.record(&pending.tenant, event, now).await;
-        return Ok(refuse(StatusCode::OK, &message));
+    // Whatever the reason, the page says the same as for a wrong password: it must not tell
+    // a guesser which accounts exist or are disabled. The audit trail says why.
+    let user = match user {
+        Checked::Valid(user) => user,
+        Checked::Refused(why) => {
+            let locked = attempt.failed().await?;
+            tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
+            let message = match locked {
+                Verdict::Locked(_) => format!(
+                    "Incorrect username or password. {}",
+                    throttle_message(locked).unwrap_or_default()
+                ),
+                _ => "Incorrect username or password.".to_owned(),
+            };
+            let event = Event::SignInFailed {
+                username: username.as_str(),
+                client_id: &pending.client.client_id,
+                address,
+                why,
+                locked: matches!(locked, Verdict::Locked(_)),
+            };
+            state.record(&pending.tenant, event, now).await;
+            return Ok(refuse(StatusCode::OK, &message));
+        }
     };
     attempt.succeeded().await?;
 
@@ -174,21 +180,42 @@ pub async fn sign_in(
     Ok(response)
 }
 
-/// The user whose password this is; `None` for a wrong password or an unknown user.
+/// What checking a username and password found.
+enum Checked {
+    Valid(store::User),
+    /// Why not, for the audit trail only.
+    Refused(&'static str),
+}
+
+/// The user whose password this is, or why sign-in is refused. Every refusal costs one
+/// Argon2id verification, as a success does: an unknown user, a disabled one and one without
+/// a usable password are checked against the dummy hash, so timing tells them apart from a
+/// wrong password no more than the page does.
 async fn check_password(
     state: &OAuthState,
     tenant: &TenantStore<'_>,
     username: &Username,
     password: SecretString,
-) -> Result<Option<store::User>, OAuthError> {
-    let user = tenant.find_user_by_username(username.as_str()).await?;
-    // An unknown user is checked against a dummy hash, so both failures cost the same time.
-    let hash = user.as_ref().map_or_else(
-        || state.signin.dummy_hash.to_string(),
-        |u| u.password_hash.clone(),
-    );
+) -> Result<Checked, OAuthError> {
+    let found = tenant
+        .find_admin_user_by_username(username.as_str())
+        .await?;
+    let refusal = match &found {
+        None => Some("wrong username or password"),
+        Some(user) if user.disabled_at.is_some() => Some("account disabled"),
+        Some(user) if !password::is_usable(&user.user.password_hash) => Some("no password set"),
+        Some(_) => None,
+    };
+    let hash = match (&found, refusal) {
+        (Some(user), None) => user.user.password_hash.clone(),
+        _ => state.signin.dummy_hash.to_string(),
+    };
     let matches = verify_bounded(state, password, hash).await?;
-    Ok(user.filter(|_| matches))
+    Ok(match (found, refusal) {
+        (_, Some(why)) => Checked::Refused(why),
+        (Some(user), None) if matches => Checked::Valid(user.user),
+        _ => Checked::Refused("wrong username or password"),
+    })
 }
 
 fn throttle_message(verdict: Verdict) -> Option<String> {

@@ -40,15 +40,20 @@ impl TenantStore<'_> {
         Ok(())
     }
 
-    /// The live session behind a cookie; an expired one is as good as absent.
+    /// The live session behind a cookie; an expired one is as good as absent, and so is one
+    /// of a disabled user (disabling deletes their sessions, but a sign-in may have finished
+    /// on another node just before; this read decides).
     pub async fn find_browser_session(
         &self,
         session_hash: &[u8],
         now: UnixTime,
     ) -> Result<Option<BrowserSession>, StoreError> {
         let row: Option<(String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT user_id, auth_time, created_at, expires_at FROM browser_sessions \
-             WHERE tenant_id = $1 AND session_hash = $2 AND expires_at > $3",
+            "SELECT s.user_id, s.auth_time, s.created_at, s.expires_at \
+             FROM browser_sessions s JOIN users u \
+               ON u.tenant_id = s.tenant_id AND u.user_id = s.user_id \
+             WHERE s.tenant_id = $1 AND s.session_hash = $2 AND s.expires_at > $3 \
+               AND u.disabled_at IS NULL",
         )
         .bind(self.id_str())
         .bind(session_hash.to_vec())

@@ -46,9 +46,9 @@ pub enum CodeExchange<'a> {
 pub enum Issuance {
     /// The grant and its first refresh token are stored; the user the tokens describe.
     Issued(Box<User>),
-    /// Nothing is issued: the grant's user no longer exists, or is no longer a member of the
-    /// code's organization. The code is spent, or gone with that user (or its client) since
-    /// it was read.
+    /// Nothing is issued: the grant's user no longer exists, is disabled, or is no longer a
+    /// member of the code's organization, or the client is disabled. The code is spent, or
+    /// gone with that user (or its client) since it was read.
     UserGone,
     /// Another presentation redeemed the code between this one's read and its issue. This
     /// one is then the replay, exactly as if it had come a moment later: the grant the
@@ -287,10 +287,16 @@ type IssuedUserRow = (
 
 /// The grant id a redemption records: this presentation's, when the code's user is still a
 /// member of the code's organization (spec §1: tokens are bound to the organization
-/// membership chosen at consent, and last no longer than it), else `NULL`. A membership's user exists (its foreign key), so the
-/// one lookup, by the membership's key, stands for both.
-const MEMBER_GRANT_ID: &str = "(SELECT $4 FROM memberships \
-     WHERE tenant_id = $2 AND user_id = $5 AND organization_guid = $7)";
+/// membership chosen at consent, and last no longer than it) and neither the user nor the
+/// client is disabled, else `NULL`. A membership's user exists (its foreign key), so the
+/// one lookup, by the membership's key, stands for both. Disabling revokes the grants that
+/// exist; this refuses the one a code issued before the disabling would otherwise create.
+const MEMBER_GRANT_ID: &str = "(SELECT $4 FROM memberships m \
+     WHERE m.tenant_id = $2 AND m.user_id = $5 AND m.organization_guid = $7 \
+       AND EXISTS (SELECT 1 FROM users du \
+         WHERE du.tenant_id = $2 AND du.user_id = $5 AND du.disabled_at IS NULL) \
+       AND EXISTS (SELECT 1 FROM clients dc \
+         WHERE dc.tenant_id = $2 AND dc.client_id = $6 AND dc.disabled_at IS NULL))";
 
 /// PostgreSQL's redemption and issue as one statement; its row holds the user's columns, all
 /// `NULL` when the redemption named no grant, and there is no row when the code was

@@ -31,6 +31,7 @@ mod tenants_admin;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod users;
+mod users_admin;
 
 pub use admin_tokens::AdminToken;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
@@ -63,6 +64,9 @@ pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;
 pub use users::{NewUser, User};
+pub use users_admin::{
+    AdminUser, SignedOut, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED,
+};
 
 /// Seconds since the Unix epoch: every time the store reads or writes.
 pub type UnixTime = i64;

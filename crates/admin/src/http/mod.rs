@@ -11,6 +11,7 @@ mod grants;
 mod organizations;
 mod password_links;
 mod tenants;
+mod users;
 
 use std::sync::Arc;
 
@@ -91,6 +92,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .nest(BASE_PATH, organizations::routes())
         .nest(BASE_PATH, grants::routes())
         .nest(BASE_PATH, clients::routes())
+        .nest(BASE_PATH, users::routes())
 }
 
 /// The admin API's OpenAPI 3.1 document, as served and as kept in `admin-openapi.json`.

@@ -99,21 +99,20 @@ pub async fn exchange_code(
         expires_at: now + REFRESH_TOKEN_LIFETIME.min(state.config.grant_max_age),
     });
     // One commit: the code is spent only together with the grant that it issues.
-    let user = match redeemed.issue(&new_grant, first, now).await? {
-        Issuance::Issued(user) => *user,
-        Issuance::UserGone => {
-            return Err(OAuthError::InvalidGrant(
-                "the user no longer exists or no longer belongs to the organization",
-            ))
-        }
-        // Another presentation redeemed the code after this one read it: this one is the
-        // replay, as it would have been had it come a moment later. It passed the checks, so
-        // it comes from the code's client within the code's lifetime.
-        Issuance::Replayed { grant_id } => {
-            revoke_for_replay(state, &tenant_id, &code.client_id, grant_id, now).await?;
-            return Err(OAuthError::InvalidGrant("the code was already used"));
-        }
-    };
+    let user =
+        match redeemed.issue(&new_grant, first, now).await? {
+            Issuance::Issued(user) => *user,
+            Issuance::UserGone => return Err(OAuthError::InvalidGrant(
+                "the user no longer exists, is disabled or no longer belongs to the organization",
+            )),
+            // Another presentation redeemed the code after this one read it: this one is the
+            // replay, as it would have been had it come a moment later. It passed the checks, so
+            // it comes from the code's client within the code's lifetime.
+            Issuance::Replayed { grant_id } => {
+                revoke_for_replay(state, &tenant_id, &code.client_id, grant_id, now).await?;
+                return Err(OAuthError::InvalidGrant("the code was already used"));
+            }
+        };
     let grant = Grant {
         grant_id: grant_id.clone(),
         client_id: code.client_id.clone(),

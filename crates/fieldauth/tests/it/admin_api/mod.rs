@@ -12,3 +12,5 @@ mod password_links;
 mod support;
 mod tenant_delete;
 mod tenants;
+mod user_effects;
+mod users;

@@ -91,7 +91,7 @@ async fn every_stored_flag_of_the_cli_refuses_control_characters_and_long_values
         );
         refused(
             user("bob", &bad("Bob"), "bob@example.com"),
-            "--name must not contain control characters",
+            "name must not contain control characters",
         );
         refused(
             user("bob", "Bob", &bad("bob@example.com")),
@@ -160,7 +160,7 @@ async fn every_stored_flag_of_the_cli_refuses_control_characters_and_long_values
     );
     assert_refused(
         &user("bob", &long, "bob@example.com"),
-        "--name must have at most 200 characters",
+        "name must have at most 200 characters",
     );
     assert_refused(
         &user(&long, "Bob", "bob@example.com"),
