@@ -182,7 +182,8 @@ impl TenantStore<'_> {
         .execute(self.in_tx(&mut tx))
         .await?;
         if done.rows_affected() != 1 {
-            // Dropping the transaction rolls back the grants' revocation.
+            // The grants' revocation is undone with the rest.
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::Organization));
         }
         self.commit(tx).await
@@ -241,6 +242,7 @@ impl TenantStore<'_> {
         .execute(self.in_tx(&mut tx))
         .await?;
         if done.rows_affected() != 1 {
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::Membership));
         }
         sqlx::query(

@@ -90,6 +90,7 @@ impl TenantStore<'_> {
         if updated.rows_affected() != 1 {
             // The link goes with its user (ON DELETE CASCADE), so this cannot happen short
             // of a bug; the transaction rolls back and the link stays.
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::User));
         }
         self.commit(tx).await?;

@@ -158,6 +158,14 @@ impl<'a> TenantStore<'a> {
         Ok(tx.tx.commit().await?)
     }
 
+    /// Rolls back now. A dropped transaction's rollback waits until its connection is next
+    /// used, and meanwhile keeps whatever row locks it took (PostgreSQL) and the write lock
+    /// (SQLite), so a transaction that refuses part-way ends here instead.
+    pub(crate) async fn rollback(&self, tx: Transaction) -> Result<(), StoreError> {
+        self.store.count_statement();
+        Ok(tx.tx.rollback().await?)
+    }
+
     /// The tenant's own record, or `NotFound(Tenant)`.
     pub async fn require(&self) -> Result<Tenant, StoreError> {
         self.find()

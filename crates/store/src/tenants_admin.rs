@@ -113,6 +113,7 @@ impl TenantStore<'_> {
             deleted_tenant = table == "tenants" && done.rows_affected() == 1;
         }
         if !deleted_tenant {
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::Tenant));
         }
         self.commit(tx).await

@@ -206,6 +206,7 @@ impl TenantStore<'_> {
         .execute(self.in_tx(&mut tx))
         .await?;
         if done.rows_affected() != 1 {
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::User));
         }
         let ended = self
@@ -262,6 +263,7 @@ impl TenantStore<'_> {
                 .fetch_optional(self.in_tx(&mut tx))
                 .await?;
         if exists.is_none() {
+            self.rollback(tx).await?;
             return Err(StoreError::NotFound(Entity::User));
         }
         let ended = self
