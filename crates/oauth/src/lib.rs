@@ -17,6 +17,7 @@ mod keys;
 mod pages;
 mod params;
 pub mod password;
+pub mod password_policy;
 pub mod paths;
 pub mod pkce;
 mod random;
