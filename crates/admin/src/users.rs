@@ -106,7 +106,10 @@ pub async fn create(
     let email = email(&new.email)?;
     let with_password = new.password.is_some();
     let password_hash = match new.password {
-        Some(Password(password)) => hash(ctx, password).await?,
+        Some(Password(password)) => {
+            let records = ctx.records(&id);
+            hash(ctx, &records, password, username.as_str(), email).await?
+        }
         None => oauth::password::NO_PASSWORD.to_owned(),
     };
     let sub = ctx.random.uuid_v4().map_err(internal)?;
@@ -237,11 +240,11 @@ pub async fn set_password(
     let id = ctx.tenant(tenant).await?;
     let records = ctx.records(&id);
     // Before the hash: Argon2id is not spent on a user that is not there.
-    records
+    let user = records
         .find_user(sub)
         .await?
         .ok_or(AdminError::NotFound("user"))?;
-    let password_hash = hash(ctx, password).await?;
+    let password_hash = hash(ctx, &records, password, &user.username, &user.email).await?;
     records
         .set_admin_password_hash(sub, &password_hash)
         .await
@@ -340,10 +343,22 @@ async fn record(
     audit::record(ctx, records, change).await
 }
 
-/// The password rules the sign-in form can satisfy, then Argon2id on a blocking thread.
-async fn hash(ctx: &Ctx<'_>, password: SecretString) -> Result<String, AdminError> {
-    oauth::password::check_new_password(&password)
-        .map_err(|e| AdminError::Invalid(format!("password: {e}")))?;
+/// The tenant's password policy (NIST SP 800-63B §5.1.1.2), then Argon2id on a blocking
+/// thread. The refusal names the field and says why, never echoing the password.
+async fn hash(
+    ctx: &Ctx<'_>,
+    records: &store::TenantStore<'_>,
+    password: SecretString,
+    username: &str,
+    email: &str,
+) -> Result<String, AdminError> {
+    oauth::password_policy::check_for_tenant(records, &password, username, email)
+        .await
+        .map_err(|error| match error {
+            oauth::OAuthError::Store(error) => error.into(),
+            other => internal(other),
+        })?
+        .map_err(|refusal| AdminError::Invalid(format!("password: {refusal}")))?;
     oauth::password::hash_password(password, ctx.random)
         .await
         .map_err(internal)

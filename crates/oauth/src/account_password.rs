@@ -20,6 +20,7 @@ use crate::events::Event;
 use crate::pages::{self, ErrorPage, FormTarget, PageError};
 use crate::params::{FormParams, Params};
 use crate::password;
+use crate::password_policy;
 use crate::secret::hash_secret;
 use crate::state::OAuthState;
 
@@ -159,12 +160,10 @@ pub async fn post_password(
         ));
     }
     let new = SecretString::from(new.to_owned());
-    match password::check_new_password(&new) {
-        Ok(()) => {}
-        Err(OAuthError::WeakPassword(why)) => {
-            return Ok(retry(&format!("Choose another password: {why}.")))
-        }
-        Err(other) => return Err(other.into()),
+    if let Err(refusal) =
+        password_policy::check_for_tenant(&records, &new, &user.username, &user.email).await?
+    {
+        return Ok(retry(refusal.message()));
     }
     match set_password(&state, &link, new, &address.to_string(), now).await? {
         true => Ok(pages::render(

@@ -53,8 +53,6 @@ pub enum OAuthError {
     InvalidClientId(&'static str),
     #[error("unknown scope")]
     UnknownScope,
-    #[error("password refused: {0}")]
-    WeakPassword(&'static str),
     #[error("password hashing failed")]
     PasswordHash,
     #[error("the system random generator failed")]
@@ -157,7 +155,6 @@ impl OAuthError {
             | OAuthError::InvalidUsername(_)
             | OAuthError::InvalidClientId(_)
             | OAuthError::UnknownScope
-            | OAuthError::WeakPassword(_)
             | OAuthError::PasswordHash
             | OAuthError::Randomness
             | OAuthError::Blocking

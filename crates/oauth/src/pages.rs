@@ -102,7 +102,6 @@ impl IntoResponse for PageError {
             | OAuthError::InvalidUsername(_)
             | OAuthError::InvalidClientId(_)
             | OAuthError::UnknownScope
-            | OAuthError::WeakPassword(_)
             | OAuthError::PasswordHash
             | OAuthError::Randomness
             | OAuthError::Blocking

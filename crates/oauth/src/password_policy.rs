@@ -5,6 +5,9 @@
 //! link page and the account page.
 
 use secrecy::{ExposeSecret, SecretString};
+use store::TenantStore;
+
+use crate::error::OAuthError;
 
 /// The floor a tenant gets unless its administrator sets another.
 pub const DEFAULT_MIN_LENGTH: u16 = 10;
@@ -46,6 +49,27 @@ impl Default for PasswordPolicy {
     }
 }
 
+/// The tenant's policy, as its administrator set it. A floor outside the range (which the
+/// admin API and the CLI refuse to store) falls back to the default, never below it.
+pub async fn policy_for(records: &TenantStore<'_>) -> Result<PasswordPolicy, OAuthError> {
+    let stored = records.password_min_length().await?;
+    Ok(u16::try_from(stored)
+        .ok()
+        .and_then(PasswordPolicy::with_min_length)
+        .unwrap_or_default())
+}
+
+/// Checks a new password of the user `username` (with `email`) against the tenant's policy:
+/// `Ok(Err(refusal))` says why it is refused, in words for the person who typed it.
+pub async fn check_for_tenant(
+    records: &TenantStore<'_>,
+    password: &SecretString,
+    username: &str,
+    email: &str,
+) -> Result<Result<(), PolicyRefusal>, OAuthError> {
+    Ok(policy_for(records).await?.check(password, username, email))
+}
+
 impl PasswordPolicy {
     /// The policy with this floor, or `None` outside [`MIN_LENGTH_RANGE`].
     pub fn with_min_length(min_length: u16) -> Option<Self> {
@@ -79,6 +103,12 @@ impl PasswordPolicy {
             return Err(PolicyRefusal(format!(
                 "The password must have at most {MAX_LENGTH} characters."
             )));
+        }
+        // The sign-in form refuses control characters, so such a password could never be used.
+        if password.contains(char::is_control) {
+            return Err(PolicyRefusal(
+                "The password must not contain control characters.".to_owned(),
+            ));
         }
         let same_as =
             |other: &str| !other.is_empty() && password.to_lowercase() == other.to_lowercase();
@@ -152,6 +182,15 @@ mod tests {
         assert_eq!(
             refused.message(),
             "The password must have at most 256 characters."
+        );
+    }
+
+    #[test]
+    fn control_characters_are_refused() {
+        let refused = check(PasswordPolicy::default(), "marmalade\ttugboat ceiling").unwrap_err();
+        assert_eq!(
+            refused.message(),
+            "The password must not contain control characters."
         );
     }
 

@@ -125,9 +125,12 @@ pub async fn sign_in(
 
     let session_value = state.random.token()?;
     let session_hash = hash_secret(&session_value);
+    // The session's public name in ID and logout tokens, unrelated to the cookie's value.
+    let sid = state.random.token()?;
     tenant
         .create_browser_session(
             &session_hash,
+            &sid,
             &user.user_id,
             now,
             now + session::SESSION_LIFETIME,

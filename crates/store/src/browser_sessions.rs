@@ -6,6 +6,9 @@ use crate::UnixTime;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrowserSession {
+    /// The OpenID `sid` (Back-Channel Logout 1.0 §2.1): public, random, never the cookie.
+    /// Sessions started before migration 0012 have none.
+    pub sid: Option<String>,
     pub user_id: String,
     pub auth_time: UnixTime,
     pub created_at: UnixTime,
@@ -16,17 +19,19 @@ impl TenantStore<'_> {
     pub async fn create_browser_session(
         &self,
         session_hash: &[u8],
+        sid: &str,
         user_id: &str,
         auth_time: UnixTime,
         expires_at: UnixTime,
         now: UnixTime,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO browser_sessions (tenant_id, session_hash, user_id, auth_time, created_at, \
-             expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO browser_sessions (tenant_id, session_hash, sid, user_id, auth_time, \
+             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(self.id_str())
         .bind(session_hash.to_vec())
+        .bind(sid)
         .bind(user_id)
         .bind(auth_time)
         .bind(now)
@@ -48,8 +53,8 @@ impl TenantStore<'_> {
         session_hash: &[u8],
         now: UnixTime,
     ) -> Result<Option<BrowserSession>, StoreError> {
-        let row: Option<(String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT s.user_id, s.auth_time, s.created_at, s.expires_at \
+        let row: Option<(Option<String>, String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT s.sid, s.user_id, s.auth_time, s.created_at, s.expires_at \
              FROM browser_sessions s JOIN users u \
                ON u.tenant_id = s.tenant_id AND u.user_id = s.user_id \
              WHERE s.tenant_id = $1 AND s.session_hash = $2 AND s.expires_at > $3 \
@@ -61,7 +66,8 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         Ok(row.map(
-            |(user_id, auth_time, created_at, expires_at)| BrowserSession {
+            |(sid, user_id, auth_time, created_at, expires_at)| BrowserSession {
+                sid,
                 user_id,
                 auth_time,
                 created_at,

@@ -22,8 +22,10 @@ mod keys;
 mod organizations;
 mod organizations_admin;
 mod password_links;
+mod password_settings;
 mod request_quotas;
 mod revision;
+mod session_ends;
 mod signin_failures;
 mod tenant;
 mod tenants;
@@ -60,13 +62,12 @@ pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
 pub use organizations_admin::Member;
 pub use revision::Revision;
+pub use session_ends::{SignedOut, REVOKED_PASSWORD_CHANGED};
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;
 pub use users::{NewUser, User};
-pub use users_admin::{
-    AdminUser, SignedOut, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED,
-};
+pub use users_admin::{AdminUser, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED};
 
 /// Seconds since the Unix epoch: every time the store reads or writes.
 pub type UnixTime = i64;

@@ -68,7 +68,7 @@ impl TenantStore<'_> {
 /// Every table with a tenant's rows, children before parents, so each delete finds nothing
 /// that still refers to what it removes (several field-service keys do not cascade). A new
 /// tenant table must be added here, or deleting a tenant leaves its rows behind.
-const TENANT_TABLES: [&str; 27] = [
+const TENANT_TABLES: [&str; 29] = [
     "payments",
     "invoice_lines",
     "invoices",
@@ -90,6 +90,8 @@ const TENANT_TABLES: [&str; 27] = [
     "authorization_request_quotas",
     "browser_sessions",
     "password_links",
+    "backchannel_logouts",
+    "recovery_quotas",
     "signin_failures",
     "audit_events",
     "organizations",

@@ -6,6 +6,7 @@
 
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
+use crate::session_ends::SignedOut;
 use crate::tenant::TenantStore;
 use crate::users::{user_from_row, User, UserRow};
 use crate::UnixTime;
@@ -24,13 +25,6 @@ pub struct UserChanges<'a> {
     pub username: Option<&'a str>,
     pub name: Option<&'a str>,
     pub email: Option<&'a str>,
-}
-
-/// What ending a user's sessions and grants ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SignedOut {
-    pub sessions: u64,
-    pub grants: u64,
 }
 
 /// Why the grants of a disabled user were revoked, as the grant records it.
@@ -210,7 +204,7 @@ impl TenantStore<'_> {
             return Err(StoreError::NotFound(Entity::User));
         }
         let ended = self
-            .end_sessions_and_grants(&mut tx, user_id, REVOKED_USER_DISABLED, now)
+            .end_sessions_and_grants(&mut tx, user_id, None, REVOKED_USER_DISABLED, now)
             .await?;
         self.commit(tx).await?;
         Ok(ended)
@@ -267,38 +261,10 @@ impl TenantStore<'_> {
             return Err(StoreError::NotFound(Entity::User));
         }
         let ended = self
-            .end_sessions_and_grants(&mut tx, user_id, REVOKED_SIGNED_OUT, now)
+            .end_sessions_and_grants(&mut tx, user_id, None, REVOKED_SIGNED_OUT, now)
             .await?;
         self.commit(tx).await?;
         Ok(ended)
-    }
-
-    async fn end_sessions_and_grants(
-        &self,
-        tx: &mut crate::tenant::Transaction,
-        user_id: &str,
-        reason: &str,
-        now: UnixTime,
-    ) -> Result<SignedOut, StoreError> {
-        let sessions =
-            sqlx::query("DELETE FROM browser_sessions WHERE tenant_id = $1 AND user_id = $2")
-                .bind(self.id_str())
-                .bind(user_id)
-                .execute(self.in_tx(tx))
-                .await?
-                .rows_affected();
-        let grants = sqlx::query(
-            "UPDATE grants SET revoked_at = $1, revoked_reason = $2 \
-             WHERE tenant_id = $3 AND user_id = $4 AND revoked_at IS NULL",
-        )
-        .bind(now)
-        .bind(reason)
-        .bind(self.id_str())
-        .bind(user_id)
-        .execute(self.in_tx(tx))
-        .await?
-        .rows_affected();
-        Ok(SignedOut { sessions, grants })
     }
 
     /// Why a conditional update of a user matched nothing.

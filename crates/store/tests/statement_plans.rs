@@ -341,7 +341,7 @@ async fn sign_in(tenant: &TenantStore<'_>) {
         .await
         .unwrap());
     tenant
-        .create_browser_session(b"session", "u1", NOW, NOW + 3600, NOW)
+        .create_browser_session(b"session", "sid-1", "u1", NOW, NOW + 3600, NOW)
         .await
         .unwrap();
     tenant

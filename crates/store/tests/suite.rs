@@ -724,7 +724,7 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
     tenant
-        .create_browser_session(b"s-1", "u1", NOW, NOW + 100, NOW)
+        .create_browser_session(b"s-1", "sid-1", "u1", NOW, NOW + 100, NOW)
         .await
         .unwrap();
     let session = tenant
@@ -732,6 +732,7 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(session.sid.as_deref(), Some("sid-1"));
     assert_eq!(
         (
             session.user_id.as_str(),
@@ -758,7 +759,7 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
         None
     );
     let ghost_user = tenant
-        .create_browser_session(b"s-2", "u9", NOW, NOW + 100, NOW)
+        .create_browser_session(b"s-2", "sid-2", "u9", NOW, NOW + 100, NOW)
         .await;
     assert!(
         matches!(ghost_user, Err(StoreError::NotFound(Entity::User))),

@@ -18,7 +18,7 @@ on_both_backends!(
 );
 
 /// Every table with a `tenant_id` column in the migrations.
-const TENANT_TABLES: [&str; 27] = [
+const TENANT_TABLES: [&str; 29] = [
     "tenants",
     "clients",
     "users",
@@ -46,6 +46,8 @@ const TENANT_TABLES: [&str; 27] = [
     "organization_data_versions",
     "authorization_request_quotas",
     "password_links",
+    "backchannel_logouts",
+    "recovery_quotas",
 ];
 
 async fn rows_of(app: &TestApp, table: &str, tenant: &str) -> i64 {
