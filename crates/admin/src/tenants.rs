@@ -1,5 +1,5 @@
-//! Tenants: created and deleted only by an admin token of every tenant; read and renamed by
-//! their own tenant's tokens too.
+//! Tenants: created and deleted only by an admin token of every tenant; read and changed
+//! (name, password policy) by their own tenant's tokens too.
 
 use serde::{Deserialize, Serialize};
 use store::{Revision, Tenant, TenantId};
@@ -21,6 +21,10 @@ pub struct TenantView {
     pub name: String,
     /// Unix seconds.
     pub created_at: i64,
+    /// The fewest characters a new password of its users may have (NIST SP 800-63B
+    /// §5.1.1.2): 8 to 64, 10 unless changed.
+    #[schema(minimum = 8, maximum = 64)]
+    pub password_min_length: i64,
 }
 
 impl From<&Tenant> for TenantView {
@@ -29,6 +33,7 @@ impl From<&Tenant> for TenantView {
             tenant: tenant.tenant_id.as_str().to_owned(),
             name: tenant.name.clone(),
             created_at: tenant.created_at,
+            password_min_length: tenant.password_min_length,
         }
     }
 }
@@ -42,11 +47,14 @@ pub struct NewTenant {
     pub name: Option<String>,
 }
 
-/// `PATCH /admin/v1/tenants/{tenant}`.
-#[derive(Clone, Debug, Deserialize, ToSchema)]
+/// `PATCH /admin/v1/tenants/{tenant}`: what is given changes, the rest stays.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantChanges {
-    pub name: String,
+    pub name: Option<String>,
+    /// 8 to 64. Applies to passwords set from now on; existing ones stay valid.
+    #[schema(minimum = 8, maximum = 64)]
+    pub password_min_length: Option<i64>,
 }
 
 pub async fn create(ctx: &Ctx<'_>, new: &NewTenant) -> Result<Versioned<TenantView>, AdminError> {
@@ -122,30 +130,63 @@ pub async fn get(ctx: &Ctx<'_>, tenant: &str) -> Result<Versioned<TenantView>, A
     })
 }
 
-pub async fn rename(
+/// Renames the tenant and sets its password policy, each when given, in one update.
+pub async fn update(
     ctx: &Ctx<'_>,
     tenant: &str,
     changes: &TenantChanges,
     precondition: Precondition,
 ) -> Result<Versioned<TenantView>, AdminError> {
     let id = ctx.tenant(tenant).await?;
-    let name = display_name(&changes.name, "name")?;
+    let name = changes
+        .name
+        .as_deref()
+        .map(|name| display_name(name, "name"))
+        .transpose()?;
+    let min_length = changes.password_min_length;
+    if let Some(length) = min_length {
+        let range = oauth::password_policy::MIN_LENGTH_RANGE;
+        if !u16::try_from(length).is_ok_and(|l| range.contains(&l)) {
+            return Err(AdminError::Invalid(format!(
+                "password_min_length: must be from {} to {}",
+                range.start(),
+                range.end()
+            )));
+        }
+    }
+    if name.is_none() && min_length.is_none() {
+        return Err(AdminError::Invalid(
+            "name, password_min_length: give at least one".to_owned(),
+        ));
+    }
     let records = ctx.records(&id);
     records
-        .rename(name, precondition.expected())
+        .update_tenant(name, min_length, precondition.expected())
         .await
         .map_err(about("tenant"))?;
-    audit::record(
-        ctx,
-        &records,
-        Change {
-            kind: "admin.tenant.renamed",
-            what: format!("tenant {id} renamed to {name:?}"),
-            ..Change::default()
-        },
-    )
-    .await?;
+    if let Some(name) = name {
+        let what = format!("tenant {id} renamed to {name:?}");
+        record(ctx, &records, "admin.tenant.renamed", what).await?;
+    }
+    if let Some(length) = min_length {
+        let what = format!("tenant {id}: passwords need at least {length} characters");
+        record(ctx, &records, "admin.tenant.password_policy_changed", what).await?;
+    }
     get(ctx, tenant).await
+}
+
+async fn record(
+    ctx: &Ctx<'_>,
+    records: &store::TenantStore<'_>,
+    kind: &str,
+    what: String,
+) -> Result<(), AdminError> {
+    let change = Change {
+        kind,
+        what,
+        ..Change::default()
+    };
+    audit::record(ctx, records, change).await
 }
 
 /// Deletes the tenant and every row it has on its shard (admin tokens of every tenant only):

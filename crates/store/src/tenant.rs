@@ -174,11 +174,13 @@ impl<'a> TenantStore<'a> {
     }
 
     pub async fn find(&self) -> Result<Option<Tenant>, StoreError> {
-        let row: Option<(String, String, i64)> =
-            sqlx::query_as("SELECT tenant_id, name, created_at FROM tenants WHERE tenant_id = $1")
-                .bind(self.id_str())
-                .fetch_optional(self.pool())
-                .await?;
+        let row: Option<(String, String, i64, i64)> = sqlx::query_as(&format!(
+            "SELECT {} FROM tenants WHERE tenant_id = $1",
+            Tenant::COLUMNS
+        ))
+        .bind(self.id_str())
+        .fetch_optional(self.pool())
+        .await?;
         row.map(Tenant::from_row).transpose()
     }
 }

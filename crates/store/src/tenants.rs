@@ -10,17 +10,23 @@ pub struct Tenant {
     pub tenant_id: TenantId,
     pub name: String,
     pub created_at: UnixTime,
+    /// The shortest password its users may choose (NIST SP 800-63B §5.1.1.2), 8 to 64.
+    pub password_min_length: i64,
 }
 
 impl Tenant {
+    /// The columns [`Tenant::from_row`] reads, in its order.
+    pub(crate) const COLUMNS: &'static str = "tenant_id, name, created_at, password_min_length";
+
     pub(crate) fn from_row(
-        (id, name, created_at): (String, String, i64),
+        (id, name, created_at, password_min_length): (String, String, i64, i64),
     ) -> Result<Tenant, StoreError> {
         let tenant_id = TenantId::parse(&id).map_err(|_| StoreError::Corrupt("tenant id"))?;
         Ok(Tenant {
             tenant_id,
             name,
             created_at,
+            password_min_length,
         })
     }
 }
@@ -34,18 +40,18 @@ impl Store {
         name: &str,
         now: UnixTime,
     ) -> Result<Tenant, StoreError> {
-        sqlx::query("INSERT INTO tenants (tenant_id, name, created_at) VALUES ($1, $2, $3)")
-            .bind(tenant_id.as_str())
-            .bind(name)
-            .bind(now)
-            .execute(self.tenant(tenant_id).pool())
-            .await
-            .map_err(|e| StoreError::from_sqlx(e, Entity::Tenant))?;
-        Ok(Tenant {
-            tenant_id: tenant_id.clone(),
-            name: name.to_owned(),
-            created_at: now,
-        })
+        let row: (String, String, i64, i64) = sqlx::query_as(&format!(
+            "INSERT INTO tenants (tenant_id, name, created_at) VALUES ($1, $2, $3) \
+             RETURNING {}",
+            Tenant::COLUMNS
+        ))
+        .bind(tenant_id.as_str())
+        .bind(name)
+        .bind(now)
+        .fetch_one(self.tenant(tenant_id).pool())
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, Entity::Tenant))?;
+        Tenant::from_row(row)
     }
 
     /// Every tenant, by id, from every database: each tenant from the database the shard map
@@ -54,9 +60,10 @@ impl Store {
         let mut tenants = Vec::new();
         for database in self.databases() {
             self.count_statement();
-            let rows: Vec<(String, String, i64)> = sqlx::query_as(
-                "SELECT tenant_id, name, created_at FROM tenants ORDER BY tenant_id",
-            )
+            let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(&format!(
+                "SELECT {} FROM tenants ORDER BY tenant_id",
+                Tenant::COLUMNS
+            ))
             .fetch_all(database.pool())
             .await?;
             for row in rows {

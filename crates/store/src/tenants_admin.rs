@@ -1,4 +1,4 @@
-//! The administration of a tenant's own record: read with its revision, renamed under a
+//! The administration of a tenant's own record: read with its revision, changed under a
 //! precondition.
 
 use crate::error::{Entity, StoreError};
@@ -9,14 +9,15 @@ use crate::tenants::Tenant;
 impl TenantStore<'_> {
     /// The tenant's record and its revision.
     pub async fn find_with_revision(&self) -> Result<Option<(Tenant, Revision)>, StoreError> {
-        let row: Option<(String, String, i64, i64)> = sqlx::query_as(
-            "SELECT tenant_id, name, created_at, revision FROM tenants WHERE tenant_id = $1",
-        )
+        let row: Option<(String, String, i64, i64, i64)> = sqlx::query_as(&format!(
+            "SELECT {}, revision FROM tenants WHERE tenant_id = $1",
+            Tenant::COLUMNS
+        ))
         .bind(self.id_str())
         .fetch_optional(self.pool())
         .await?;
-        row.map(|(id, name, created_at, revision)| {
-            let tenant = Tenant::from_row((id, name, created_at))?;
+        row.map(|(id, name, created_at, min_length, revision)| {
+            let tenant = Tenant::from_row((id, name, created_at, min_length))?;
             Ok((
                 tenant,
                 Revision {
@@ -28,16 +29,19 @@ impl TenantStore<'_> {
         .transpose()
     }
 
-    /// Renames the tenant if it is at the `expected` revision (any, when `None`), and
-    /// returns its new revision. `NotFound(Tenant)` or `Changed(Tenant)` otherwise.
-    pub async fn rename(
+    /// Changes the tenant's name and password floor (each kept when `None`) if it is at the
+    /// `expected` revision (any, when `None`), and returns its new revision.
+    /// `NotFound(Tenant)` or `Changed(Tenant)` otherwise.
+    pub async fn update_tenant(
         &self,
-        name: &str,
+        name: Option<&str>,
+        password_min_length: Option<i64>,
         expected: Option<Revision>,
     ) -> Result<Revision, StoreError> {
         let (created_at, revision) = expected_values(expected);
         let row: Option<(i64, i64)> = sqlx::query_as(&format!(
-            "UPDATE tenants SET name = $1, revision = revision + 1 \
+            "UPDATE tenants SET name = COALESCE($1, name), \
+             password_min_length = COALESCE($5, password_min_length), revision = revision + 1 \
              WHERE tenant_id = $2 AND {} RETURNING created_at, revision",
             matches_revision(3, 4)
         ))
@@ -45,6 +49,7 @@ impl TenantStore<'_> {
         .bind(self.id_str())
         .bind(created_at)
         .bind(revision)
+        .bind(password_min_length)
         .fetch_optional(self.pool())
         .await?;
         match row {

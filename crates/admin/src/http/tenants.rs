@@ -1,4 +1,4 @@
-//! `/admin/v1/tenants`: create, list, get, rename, delete.
+//! `/admin/v1/tenants`: create, list, get, update (name, password policy), delete.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -15,7 +15,7 @@ use super::{AdminState, Caller, IfMatch, JsonBody, PageParams, Tagged};
 pub fn routes() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(create, list))
-        .routes(routes!(get, rename, delete))
+        .routes(routes!(get, update, delete))
 }
 
 /// Creates a tenant (admin tokens of every tenant only).
@@ -69,7 +69,7 @@ async fn get(
     ))
 }
 
-/// Renames a tenant.
+/// Renames a tenant or changes its password policy.
 #[utoipa::path(patch, path = "/tenants/{tenant}", tag = "tenants", security(("admin_token" = [])),
     params(("tenant" = String, Path), ("If-Match" = Option<String>, Header)),
     request_body = TenantChanges,
@@ -78,7 +78,7 @@ async fn get(
         (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 404, body = Problem), (status = 412, body = Problem),
     ))]
-async fn rename(
+async fn update(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
@@ -87,7 +87,7 @@ async fn rename(
 ) -> Result<Tagged<TenantView>, AdminError> {
     let ctx = caller.ctx(&state);
     Ok(Tagged::ok(
-        tenants::rename(&ctx, &tenant, &changes, precondition).await?,
+        tenants::update(&ctx, &tenant, &changes, precondition).await?,
     ))
 }
 

@@ -46,6 +46,21 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a tenant's name or password policy (what is given changes, the rest stays).
+    Update {
+        tenant: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// The fewest characters a new password may have, 8 to 64 (NIST SP 800-63B). Applies
+        /// to passwords set from now on.
+        #[arg(long)]
+        password_min_length: Option<i64>,
+        /// Apply only if the tenant is still at this ETag (as `show` printed it).
+        #[arg(long)]
+        if_match: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a tenant and every record it has; its tokens stop working at once, and the
     /// admin tokens limited to it are revoked.
     Delete {
@@ -90,10 +105,11 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 .await
                 .map_err(failed("show the tenant"))?;
             let text = format!(
-                "tenant {}\nname: {}\ncreated: {}\netag: {}",
+                "tenant {}\nname: {}\ncreated: {}\npassword minimum length: {}\netag: {}",
                 found.value.tenant,
                 found.value.name,
                 found.value.created_at,
+                found.value.password_min_length,
                 found.etag()
             );
             (shown(&found, text), json)
@@ -105,7 +121,11 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             json,
         } => {
             let precondition: Precondition = if_match(tag.as_deref())?;
-            let renamed = tenants::rename(&ctx, &tenant, &TenantChanges { name }, precondition)
+            let changes = TenantChanges {
+                name: Some(name),
+                ..TenantChanges::default()
+            };
+            let renamed = tenants::update(&ctx, &tenant, &changes, precondition)
                 .await
                 .map_err(failed("rename the tenant"))?;
             let text = format!(
@@ -113,6 +133,27 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 renamed.value.tenant, renamed.value.name
             );
             (shown(&renamed, text), json)
+        }
+        TenantCommand::Update {
+            tenant,
+            name,
+            password_min_length,
+            if_match: tag,
+            json,
+        } => {
+            let precondition: Precondition = if_match(tag.as_deref())?;
+            let changes = TenantChanges {
+                name,
+                password_min_length,
+            };
+            let updated = tenants::update(&ctx, &tenant, &changes, precondition)
+                .await
+                .map_err(failed("update the tenant"))?;
+            let text = format!(
+                "updated tenant {}: name {:?}, passwords of at least {} characters",
+                updated.value.tenant, updated.value.name, updated.value.password_min_length
+            );
+            (shown(&updated, text), json)
         }
         TenantCommand::Delete { tenant, json } => {
             tenants::delete(&ctx, &tenant)

@@ -310,7 +310,7 @@ async fn user_refusals_write_nothing(db: TestDatabase) {
     );
     assert_refused(
         &create_user(&db, "acme", "carol", Some("short\n")),
-        "at least 8 characters",
+        "at least 10 characters",
     );
     assert_refused(
         &create_user(&db, "acme", "a b", Some("correct horse battery")),

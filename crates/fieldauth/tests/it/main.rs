@@ -34,6 +34,7 @@ mod limits;
 mod metrics;
 mod node_support;
 mod nodes;
+mod password_policy;
 mod refresh;
 mod revoke;
 mod shards;

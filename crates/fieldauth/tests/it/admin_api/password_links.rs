@@ -188,7 +188,7 @@ async fn the_form_needs_its_security_token_and_the_same_password_twice(db: TestD
         .text()
         .await
         .unwrap()
-        .contains("at least 8 characters"));
+        .contains("The password must have at least 10 characters."));
     let repeated = browser
         .post(format!("{}/account/password", app.issuer))
         .header("content-type", "application/x-www-form-urlencoded")

@@ -345,7 +345,7 @@ async fn every_user_command_of_the_cli(db: TestDatabase) {
         &[&["user", "set-password"], &who[..], &["--password-stdin"]].concat(),
         Some("short"),
     );
-    assert_refused(&short, "at least 8 characters");
+    assert_refused(&short, "at least 10 characters");
     assert_eq!(
         user_cli(&db, &[&["disable"], &who[..]].concat(), None)["disabled"],
         true
