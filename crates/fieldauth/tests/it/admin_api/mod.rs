@@ -9,7 +9,7 @@ mod grants;
 mod listener;
 mod organizations;
 mod password_links;
-mod support;
+pub(crate) mod support;
 mod tenant_delete;
 mod tenants;
 mod user_effects;
