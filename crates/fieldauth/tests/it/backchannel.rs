@@ -23,6 +23,7 @@ use crate::helpers::{eventually, on_both_backends, TestApp};
 on_both_backends!(
     rp_logout_posts_a_logout_token_naming_the_session_to_the_client,
     admin_sign_out_everywhere_posts_a_logout_token,
+    a_session_replaced_by_a_new_sign_in_is_told_to_the_client,
     a_failing_receiver_is_retried_then_the_failure_is_audited_and_counted,
 );
 
@@ -250,5 +251,25 @@ async fn a_failing_receiver_is_retried_then_the_failure_is_audited_and_counted(d
     ] {
         assert!(metrics.contains(line), "{line} not in metrics");
     }
+    app.stop().await;
+}
+
+/// `prompt=login` in a signed-in browser replaces its session: the old one has ended, and
+/// the client that got an ID token in it hears of it, with the old `sid`.
+async fn a_session_replaced_by_a_new_sign_in_is_told_to_the_client(db: TestDatabase) {
+    let app = spawn(db).await;
+    let (url, tokens) = start_receiver(StatusCode::OK).await;
+    let (browser, id_token, _) = setup(&app, &url).await;
+    let code = flow::code_for(&app, &browser, &[("prompt", Some("login"))]).await;
+    let second = flow::exchange(&app, &code).await["id_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, old) = flow::jwt_parts(&id_token);
+    let (_, new) = flow::jwt_parts(&second);
+    assert_ne!(old["sid"], new["sid"], "a new sign-in is a new session");
+    received(&tokens, 1).await;
+    let token = tokens.lock().unwrap()[0].clone();
+    verified(&app, &token, &id_token).await;
     app.stop().await;
 }

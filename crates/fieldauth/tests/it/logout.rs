@@ -14,7 +14,7 @@ use store::testing::TestDatabase;
 
 use crate::admin_api::support::AdminClient;
 use crate::flow::{self, authorize_url, hidden, CLIENT_ID, TENANT};
-use crate::helpers::{on_both_backends, TestApp};
+use crate::helpers::{assert_refused, json_output, on_both_backends, TestApp};
 
 on_both_backends!(
     a_hint_for_the_signed_in_session_signs_out_at_once_and_redirects_with_state,
@@ -24,6 +24,7 @@ on_both_backends!(
     a_hint_signed_by_another_key_is_refused,
     without_a_session_the_browser_is_still_sent_on_or_told_it_is_signed_out,
     discovery_advertises_the_end_session_endpoint_and_back_channel_logout,
+    the_cli_registers_changes_and_removes_sign_out_uris,
 );
 
 /// Registered for `spa` by [`setup`].
@@ -350,5 +351,90 @@ async fn discovery_advertises_the_end_session_endpoint_and_back_channel_logout(d
         .as_array()
         .unwrap()
         .contains(&"sid".into()));
+    app.stop().await;
+}
+
+/// `fieldauth client create|update` take the sign-out URIs, checked like the admin API's.
+async fn the_cli_registers_changes_and_removes_sign_out_uris(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    flow::seed(&app).await;
+    let made = json_output(&app.cli(&[
+        "client",
+        "create",
+        "--tenant",
+        TENANT,
+        "--client-id",
+        "portal",
+        "--redirect-uri",
+        "https://portal.example.com/cb",
+        "--post-logout-redirect-uri",
+        "https://portal.example.com/bye",
+        "--backchannel-logout-uri",
+        "https://portal.example.com/bc",
+        "--json",
+    ]));
+    assert_eq!(
+        made["post_logout_redirect_uris"],
+        json!(["https://portal.example.com/bye"])
+    );
+    assert_eq!(
+        made["backchannel_logout_uri"],
+        "https://portal.example.com/bc"
+    );
+    let changed = json_output(&app.cli(&[
+        "client",
+        "update",
+        "--tenant",
+        TENANT,
+        "--client-id",
+        "portal",
+        "--post-logout-redirect-uri",
+        "https://portal.example.com/a",
+        "--post-logout-redirect-uri",
+        "https://portal.example.com/b",
+        "--clear-backchannel-logout-uri",
+        "--json",
+    ]));
+    assert_eq!(
+        changed["post_logout_redirect_uris"],
+        json!([
+            "https://portal.example.com/a",
+            "https://portal.example.com/b"
+        ])
+    );
+    assert_eq!(changed["backchannel_logout_uri"], serde_json::Value::Null);
+    let cleared = json_output(&app.cli(&[
+        "client",
+        "update",
+        "--tenant",
+        TENANT,
+        "--client-id",
+        "portal",
+        "--clear-post-logout-redirect-uris",
+        "--json",
+    ]));
+    assert_eq!(cleared["post_logout_redirect_uris"], json!([]));
+    let refused = app.cli(&[
+        "client",
+        "update",
+        "--tenant",
+        TENANT,
+        "--client-id",
+        "portal",
+        "--backchannel-logout-uri",
+        "http://portal.example.com/bc",
+    ]);
+    assert_refused(&refused, "backchannel_logout_uri");
+    let refused = app.cli(&[
+        "client",
+        "update",
+        "--tenant",
+        TENANT,
+        "--client-id",
+        "portal",
+        "--post-logout-redirect-uri",
+        "https://portal.example.com/bye#x",
+    ]);
+    assert_refused(&refused, "post_logout_redirect_uris");
     app.stop().await;
 }
