@@ -10,7 +10,7 @@
 //! until the grace ends.
 
 use serde::{Deserialize, Serialize};
-use store::{ClientChanges, ClientType, ManagedClient, NewClient, TenantId};
+use store::{ClientChanges, ClientLogout, ClientType, ManagedClient, NewClient, TenantId};
 use utoipa::ToSchema;
 
 use crate::audit::{self, Change};
@@ -34,6 +34,10 @@ pub struct ClientView {
     pub redirect_uris: Vec<String>,
     pub scopes: Vec<String>,
     pub web_origins: Vec<String>,
+    /// Where the browser may be sent after signing out (RP-Initiated Logout 1.0).
+    pub post_logout_redirect_uris: Vec<String>,
+    /// Where logout tokens are POSTed (Back-Channel Logout 1.0); `null` when none.
+    pub backchannel_logout_uri: Option<String>,
     pub disabled: bool,
     /// Unix seconds.
     pub created_at: i64,
@@ -52,6 +56,8 @@ impl From<ManagedClient> for ClientView {
             redirect_uris: client.redirect_uris,
             scopes: client.scopes,
             web_origins: managed.web_origins,
+            post_logout_redirect_uris: managed.logout.post_logout_redirect_uris,
+            backchannel_logout_uri: managed.logout.backchannel_logout_uri,
             disabled: client.disabled,
             created_at: client.created_at,
         }
@@ -89,8 +95,12 @@ pub async fn create(
     };
     let records = ctx.records(&id);
     let client_id = checked.client_id.as_str();
+    let logout = ClientLogout {
+        post_logout_redirect_uris: checked.post_logout_redirect_uris,
+        backchannel_logout_uri: checked.backchannel_logout_uri,
+    };
     records
-        .create_client_with_web_origins(
+        .register_client(
             &NewClient {
                 client_id,
                 name: checked.name,
@@ -99,6 +109,7 @@ pub async fn create(
                 scopes: &checked.scopes,
             },
             &checked.web_origins,
+            &logout,
             ctx.now,
         )
         .await
@@ -153,8 +164,9 @@ pub async fn get(
     read(ctx, &id, client_id).await
 }
 
-/// Changes the name, redirect URIs or allowed scopes. Tokens already issued keep the scope
-/// they were granted; new requests are checked against the new registration.
+/// Changes the name, redirect URIs, allowed scopes or sign-out registration. Tokens already
+/// issued keep the scope they were granted; new requests are checked against the new
+/// registration.
 pub async fn update(
     ctx: &Ctx<'_>,
     tenant: &str,
@@ -173,6 +185,11 @@ pub async fn update(
                 name: checked.name,
                 redirect_uris: checked.redirect_uris.as_deref(),
                 scopes: checked.scopes.as_deref(),
+                post_logout_redirect_uris: checked.post_logout_redirect_uris.as_deref(),
+                backchannel_logout_uri: checked
+                    .backchannel_logout_uri
+                    .as_ref()
+                    .map(Option::as_deref),
             },
             precondition.expected(),
         )

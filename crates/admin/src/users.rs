@@ -292,7 +292,10 @@ pub async fn enable(
 pub async fn delete(ctx: &Ctx<'_>, tenant: &str, sub: &str) -> Result<(), AdminError> {
     let id = ctx.tenant(tenant).await?;
     let records = ctx.records(&id);
-    records.delete_user(sub).await.map_err(about("user"))?;
+    records
+        .delete_user(sub, ctx.now)
+        .await
+        .map_err(about("user"))?;
     let what = format!("user {sub} deleted");
     record(ctx, &records, "admin.user.deleted", sub, what).await
 }

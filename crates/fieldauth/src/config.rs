@@ -37,6 +37,9 @@ pub struct ServeConfig {
     pub audit_retention: i64,
     /// The KEKs that seal the signing keys; none: keys in clear.
     pub key_encryption: oauth::sealing::KeyEncryption,
+    /// How back-channel logout tokens are delivered (no flag: the defaults; tests shorten
+    /// the waits).
+    pub backchannel: oauth::logout::backchannel::BackchannelSettings,
 }
 
 impl ServeConfig {
@@ -78,6 +81,7 @@ impl ServeConfig {
                 .then(|| Duration::from_secs(args.cleanup_interval_seconds)),
             audit_retention: i64::from(args.audit_retention_days) * 86_400,
             key_encryption: crate::keys::key_encryption(&args.kek)?,
+            backchannel: Default::default(),
         })
     }
 }

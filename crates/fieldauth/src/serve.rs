@@ -136,6 +136,7 @@ pub async fn start_on(
         http_metrics: &http_metrics,
         origins: &origins,
     };
+    let deliverer_state = oauth_state.clone();
     let auth_router = common.router(oauth::router(oauth_state), "auth");
     let api_router = common.router(api::router(api_state), "api");
 
@@ -195,6 +196,12 @@ pub async fn start_on(
             stopped.clone(),
         ));
     }
+    // Back-Channel Logout 1.0: every node delivers what any node or the CLI queued.
+    tasks.spawn(oauth::logout::backchannel::deliver_logout_tokens(
+        deliverer_state,
+        config.backchannel.clone(),
+        stopped.clone(),
+    ));
     let store_for_checkpoints = store.clone();
     let stopped_for_checkpoints = stopped.clone();
     tasks.spawn(reload_keys(

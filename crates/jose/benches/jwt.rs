@@ -60,6 +60,7 @@ fn id_claims() -> IdTokenClaims {
         preferred_username: Some("alice".to_owned()),
         email: Some("alice@acme-plumbing.example".to_owned()),
         email_verified: Some(false),
+        sid: None,
     }
 }
 

@@ -52,4 +52,36 @@ pub struct IdTokenClaims {
     pub email: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub email_verified: Option<bool>,
+    /// Back-Channel Logout 1.0 §2.1: the browser session's identifier, when the grant began
+    /// in one that has it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sid: Option<String>,
 }
+
+/// A Back-Channel Logout 1.0 logout token (§2.4), signed with `typ: logout+jwt`. It never
+/// carries a `nonce`, so it can never pass for an ID token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogoutTokenClaims {
+    pub iss: String,
+    /// The client_id.
+    pub aud: String,
+    pub iat: UnixTime,
+    pub exp: UnixTime,
+    pub jti: String,
+    pub sub: String,
+    /// The session that ended: the `sid` of the ID tokens issued in it.
+    pub sid: String,
+    pub events: LogoutEvents,
+}
+
+/// §2.4: the `events` claim, a JSON object naming the back-channel logout event with an
+/// empty object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogoutEvents {
+    #[serde(rename = "http://schemas.openid.net/event/backchannel-logout")]
+    pub backchannel_logout: BackchannelLogoutEvent,
+}
+
+/// The back-channel logout event's (empty) object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackchannelLogoutEvent {}

@@ -12,7 +12,9 @@ mod rotation;
 mod sign;
 mod verify;
 
-pub use claims::{AccessTokenClaims, IdTokenClaims};
+pub use claims::{
+    AccessTokenClaims, BackchannelLogoutEvent, IdTokenClaims, LogoutEvents, LogoutTokenClaims,
+};
 pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
 pub use error::JoseError;
 pub use jwks::{Jwk, Jwks};

@@ -101,11 +101,11 @@ pub async fn decide(
         .as_deref()
         .ok_or(OAuthError::InvalidFlow("Sign in before giving consent."))?;
     let session = session::find_session(&tenant, Some(&pending.browser_value), now).await?;
-    if session.is_none_or(|s| s.user_id != user_id) {
+    let Some(session) = session.filter(|s| s.user_id == user_id) else {
         return Err(OAuthError::InvalidFlow(
             "Your sign-in has ended. Sign in again.",
         ));
-    }
+    };
     let issuer = state.config.issuer.as_str();
     let request = &pending.request;
     let decision = params.single("decision").ok().flatten();
@@ -159,6 +159,8 @@ pub async fn decide(
         code_challenge: &consumed.code_challenge,
         auth_time: consumed.auth_time.unwrap_or(now),
         expires_at: now + CODE_LIFETIME,
+        // Back-Channel Logout §2.1: the session the code, its grant and ID tokens belong to.
+        sid: session.sid.as_deref(),
     };
     tenant.create_authorization_code(&new_code, now).await?;
     tracing::info!(tenant = %pending.tenant, client_id = %consumed.client_id, sub = %user_id, "consent given, code issued");

@@ -12,7 +12,7 @@ use crate::scope::Scope;
 use crate::state::OAuthState;
 
 /// Claims the ID token and userinfo can carry (OpenID Connect Core §2, §5.1).
-const CLAIMS_SUPPORTED: [&str; 13] = [
+const CLAIMS_SUPPORTED: [&str; 14] = [
     "iss",
     "sub",
     "aud",
@@ -26,6 +26,7 @@ const CLAIMS_SUPPORTED: [&str; 13] = [
     "preferred_username",
     "email",
     "email_verified",
+    "sid",
 ];
 
 pub fn metadata(issuer: &Issuer) -> serde_json::Value {
@@ -36,6 +37,8 @@ pub fn metadata(issuer: &Issuer) -> serde_json::Value {
         "token_endpoint": issuer.endpoint(paths::TOKEN),
         "userinfo_endpoint": issuer.endpoint(paths::USERINFO),
         "revocation_endpoint": issuer.endpoint(paths::REVOKE),
+        // RP-Initiated Logout 1.0 §2.1.
+        "end_session_endpoint": issuer.endpoint(paths::LOGOUT),
         "jwks_uri": issuer.endpoint(paths::JWKS),
         "scopes_supported": Scope::ALL.map(Scope::as_str),
         "response_types_supported": ["code"],
@@ -55,6 +58,9 @@ pub fn metadata(issuer: &Issuer) -> serde_json::Value {
         "request_uri_parameter_supported": false,
         // RFC 9207: the authorization response carries `iss`.
         "authorization_response_iss_parameter_supported": true,
+        // Back-Channel Logout 1.0 §2.1: logout tokens carry `sid`, and so do ID tokens.
+        "backchannel_logout_supported": true,
+        "backchannel_logout_session_supported": true,
     })
 }
 

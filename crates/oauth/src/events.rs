@@ -20,6 +20,8 @@ pub struct Metrics {
     signins: Family<SignInLabels, Counter>,
     locks: Counter,
     consents: Family<ConsentLabels, Counter>,
+    logouts: Counter,
+    backchannel: Family<BackchannelLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -43,6 +45,22 @@ struct SignInLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ConsentLabels {
     decision: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BackchannelLabels {
+    result: BackchannelResult,
+}
+
+/// What one back-channel logout attempt came to.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)] // the label values, as Prometheus shows them
+pub enum BackchannelResult {
+    delivered,
+    /// Failed, and will be tried again.
+    retried,
+    /// Given up: the last attempt failed, or the client can no longer be told.
+    failed,
 }
 
 /// Why a grant (a token family) ended early.
@@ -92,6 +110,22 @@ impl Metrics {
             "Consent decisions",
             self.consents.clone(),
         );
+        registry.register(
+            "fieldauth_logouts",
+            "Browser sessions ended at the end-session endpoint (RP-Initiated Logout)",
+            self.logouts.clone(),
+        );
+        registry.register(
+            "fieldauth_backchannel_logouts",
+            "Back-channel logout token deliveries: delivered, retried, failed (given up)",
+            self.backchannel.clone(),
+        );
+    }
+
+    fn backchannel_result(&self, result: BackchannelResult) {
+        self.backchannel
+            .get_or_create(&BackchannelLabels { result })
+            .inc();
     }
 
     /// One token request's outcome. `grant_type` is what the client sent, folded to a
@@ -159,9 +193,32 @@ pub(crate) enum Event<'a> {
     },
     /// A user set their password from a password link (the link is spent).
     PasswordSet { user_id: &'a str, address: &'a str },
+    /// A browser session ended at the end-session endpoint.
+    SignedOut {
+        user_id: &'a str,
+        /// The client that sent the browser, when it said (`client_id` or the hint).
+        client_id: Option<&'a str>,
+    },
+    BackchannelLogoutDelivered {
+        user_id: &'a str,
+        client_id: &'a str,
+    },
+    /// A logout token given up on; why, for the trail.
+    BackchannelLogoutFailed {
+        user_id: &'a str,
+        client_id: &'a str,
+        why: &'a str,
+    },
 }
 
 impl OAuthState {
+    /// Counts a back-channel logout attempt that is neither delivered nor given up (those
+    /// are events with an audit row).
+    pub(crate) fn record_backchannel_retry(&self) {
+        self.metrics()
+            .backchannel_result(BackchannelResult::retried);
+    }
+
     /// Counts the event and writes it to the tenant's audit trail. The request it belongs to
     /// has done its work already, so a failed write is logged, not returned.
     pub(crate) async fn record(&self, tenant: &TenantId, event: Event<'_>, now: UnixTime) {
@@ -245,6 +302,38 @@ impl OAuthState {
                     .inc();
                 detail = format!("grant {grant_id}: {}", reason.detail());
                 audit("grant.revoked", now, None, client_id, None)
+            }
+            Event::SignedOut { user_id, client_id } => {
+                metrics.logouts.inc();
+                NewAuditEvent {
+                    client_id,
+                    ..audit("logout.succeeded", now, Some(user_id), "", None)
+                }
+            }
+            Event::BackchannelLogoutDelivered { user_id, client_id } => {
+                metrics.backchannel_result(BackchannelResult::delivered);
+                audit(
+                    "logout.backchannel_delivered",
+                    now,
+                    Some(user_id),
+                    client_id,
+                    None,
+                )
+            }
+            Event::BackchannelLogoutFailed {
+                user_id,
+                client_id,
+                why,
+            } => {
+                metrics.backchannel_result(BackchannelResult::failed);
+                detail.push_str(why);
+                audit(
+                    "logout.backchannel_failed",
+                    now,
+                    Some(user_id),
+                    client_id,
+                    None,
+                )
             }
             Event::PasswordSet { user_id, address } => {
                 detail.push_str("password set from a password link");

@@ -14,6 +14,7 @@ mod events;
 mod issuer;
 mod jwks;
 mod keys;
+pub mod logout;
 mod pages;
 mod params;
 pub mod password;
@@ -61,7 +62,7 @@ pub use username::Username;
 /// pages a person sees, RFC 6749's `temporarily_unavailable` everywhere else.
 pub fn timed_out(path: &str) -> Response {
     match path {
-        paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
+        paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD | paths::LOGOUT => {
             pages::PageError(OAuthError::TimedOut).into_response()
         }
         _ => OAuthError::TimedOut.into_response(),
@@ -75,7 +76,7 @@ async fn limit_query(request: Request, next: Next) -> Response {
     const TOO_LONG: &str = "The query string is too long or has too many parameters.";
     match (request.uri().query(), request.uri().path()) {
         (Some(query), path) if !params::query_within_limits(query) => match path {
-            paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
+            paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD | paths::LOGOUT => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -98,6 +99,10 @@ pub fn router(state: OAuthState) -> Router {
             get(authorize::get_authorize).post(consent::post_consent),
         )
         .route(paths::SIGNIN, post(signin::post_signin))
+        .route(
+            paths::LOGOUT,
+            get(logout::get_logout).post(logout::post_logout),
+        )
         .route(
             paths::ACCOUNT_PASSWORD,
             get(account_password::get_password_page).post(account_password::post_password),

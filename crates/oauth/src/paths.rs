@@ -7,6 +7,8 @@ pub const AUTHORIZE: &str = "/oauth/authorize";
 pub const TOKEN: &str = "/oauth/token";
 pub const USERINFO: &str = "/oauth/userinfo";
 pub const REVOKE: &str = "/oauth/revoke";
+/// RP-Initiated Logout 1.0's end-session endpoint.
+pub const LOGOUT: &str = "/oauth/logout";
 /// The sign-in form's target. Not in discovery: it is part of the authorization UI.
 pub const SIGNIN: &str = "/oauth/signin";
 pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";

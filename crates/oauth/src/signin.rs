@@ -154,7 +154,7 @@ pub async fn sign_in(
         ));
     }
     // A session that was there before (prompt=login) is replaced, never resumed.
-    tenant.delete_browser_session(&old_hash).await?;
+    tenant.delete_browser_session(&old_hash, now).await?;
     tracing::info!(tenant = %pending.tenant, client_id = %pending.client.client_id, sub = %user.user_id, "signed in");
     let event = Event::SignedIn {
         user_id: &user.user_id,

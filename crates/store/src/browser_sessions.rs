@@ -1,5 +1,6 @@
 //! Signed-in browser sessions: the server-side record behind a tenant's session cookie.
 
+use crate::backchannel_logouts::EndingSessions;
 use crate::error::{Entity, StoreError};
 use crate::tenant::TenantStore;
 use crate::UnixTime;
@@ -76,12 +77,24 @@ impl TenantStore<'_> {
         ))
     }
 
-    pub async fn delete_browser_session(&self, session_hash: &[u8]) -> Result<(), StoreError> {
+    /// Ends the session behind a cookie hash (sign-out, or a sign-in that replaces it), and
+    /// in the same transaction queues the back-channel logout tokens its end owes. Returns
+    /// how many were queued.
+    pub async fn delete_browser_session(
+        &self,
+        session_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        let queued = self
+            .queue_backchannel_logouts(&mut tx, EndingSessions::One(session_hash), now)
+            .await?;
         sqlx::query("DELETE FROM browser_sessions WHERE tenant_id = $1 AND session_hash = $2")
             .bind(self.id_str())
             .bind(session_hash.to_vec())
-            .execute(self.pool())
+            .execute(self.in_tx(&mut tx))
             .await?;
-        Ok(())
+        self.commit(tx).await?;
+        Ok(queued)
     }
 }

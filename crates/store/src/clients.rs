@@ -62,6 +62,16 @@ impl PreviousSecret {
     }
 }
 
+/// What a client registered for sign-out (RP-Initiated and Back-Channel Logout 1.0),
+/// validated before it was stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientLogout {
+    /// Where the browser may be sent after sign-out; matched exactly.
+    pub post_logout_redirect_uris: Vec<String>,
+    /// Where logout tokens are POSTed.
+    pub backchannel_logout_uri: Option<String>,
+}
+
 /// What provisioning hands the store; values are validated before they get here.
 #[derive(Clone, Debug)]
 pub struct NewClient<'a> {
@@ -189,6 +199,20 @@ impl TenantStore<'_> {
         web_origins: &[String],
         now: UnixTime,
     ) -> Result<Client, StoreError> {
+        self.register_client(client, web_origins, &ClientLogout::default(), now)
+            .await
+    }
+
+    /// Registers a client with its web origins and its sign-out registration.
+    pub async fn register_client(
+        &self,
+        client: &NewClient<'_>,
+        web_origins: &[String],
+        logout: &ClientLogout,
+        now: UnixTime,
+    ) -> Result<Client, StoreError> {
+        let post_logout_redirect_uris = serde_json::to_string(&logout.post_logout_redirect_uris)
+            .map_err(|_| StoreError::Corrupt("post-logout redirect URIs"))?;
         let client_type = match client.secret_hash {
             Some(_) => ClientType::Confidential,
             None => ClientType::Public,
@@ -200,8 +224,8 @@ impl TenantStore<'_> {
         let scopes = client.scopes.join(" ");
         sqlx::query(
             "INSERT INTO clients (tenant_id, client_id, name, client_type, secret_hash, \
-             redirect_uris, scopes, created_at, web_origins) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             redirect_uris, scopes, created_at, web_origins, post_logout_redirect_uris, \
+             backchannel_logout_uri) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(self.id_str())
         .bind(client.client_id)
@@ -212,6 +236,8 @@ impl TenantStore<'_> {
         .bind(&scopes)
         .bind(now)
         .bind(&web_origins)
+        .bind(&post_logout_redirect_uris)
+        .bind(logout.backchannel_logout_uri.as_deref())
         .execute(self.pool())
         .await
         .map_err(|e| match StoreError::is_foreign_key_violation(&e) {
@@ -240,6 +266,29 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         row.map(client_from_full_row).transpose()
+    }
+
+    /// An enabled client's sign-out registration; `None` for an unknown or disabled client
+    /// (a disabled client is refused wherever it would be an unknown one).
+    pub async fn find_client_logout(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<ClientLogout>, StoreError> {
+        let row: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT post_logout_redirect_uris, backchannel_logout_uri FROM clients \
+             WHERE tenant_id = $1 AND client_id = $2 AND disabled_at IS NULL",
+        )
+        .bind(self.id_str())
+        .bind(client_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|(uris, backchannel_logout_uri)| {
+            Ok(ClientLogout {
+                post_logout_redirect_uris: json_list(&uris, "post-logout redirect URIs")?,
+                backchannel_logout_uri,
+            })
+        })
+        .transpose()
     }
 
     /// The web origins an operator added to a client; `None` for an unknown client.

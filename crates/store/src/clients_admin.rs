@@ -4,7 +4,9 @@
 //! Disabling revokes every live grant of the client, so enabling it again brings back none
 //! of the tokens it had: its users go through a new authorization.
 
-use crate::clients::{client_from_full_row, json_list, Client, PreviousSecret, CLIENT_COLUMNS};
+use crate::clients::{
+    client_from_full_row, json_list, Client, ClientLogout, PreviousSecret, CLIENT_COLUMNS,
+};
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
 use crate::tenant::TenantStore;
@@ -19,6 +21,7 @@ pub struct ManagedClient {
     pub client: Client,
     /// Origins (`scheme://host[:port]`), validated before they were stored.
     pub web_origins: Vec<String>,
+    pub logout: ClientLogout,
     pub revision: Revision,
 }
 
@@ -29,9 +32,13 @@ pub struct ClientChanges<'a> {
     pub name: Option<&'a str>,
     pub redirect_uris: Option<&'a [String]>,
     pub scopes: Option<&'a [String]>,
+    pub post_logout_redirect_uris: Option<&'a [String]>,
+    /// `Some(None)` removes it.
+    pub backchannel_logout_uri: Option<Option<&'a str>>,
 }
 
-/// The client's columns, then `web_origins` and `revision`.
+/// The client's columns, then `web_origins`, `revision`, `post_logout_redirect_uris` and
+/// `backchannel_logout_uri`.
 type ManagedRow = (
     String,
     String,
@@ -45,16 +52,41 @@ type ManagedRow = (
     Option<i64>,
     String,
     i64,
+    String,
+    Option<String>,
 );
 
+/// What a managed read selects.
+const MANAGED_COLUMNS: &str =
+    "web_origins, revision, post_logout_redirect_uris, backchannel_logout_uri";
+
 fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
-    let (id, name, kind, hash, uris, scopes, created_at, disabled, previous, until, web, rev) = row;
+    let (
+        id,
+        name,
+        kind,
+        hash,
+        uris,
+        scopes,
+        created_at,
+        disabled,
+        previous,
+        until,
+        web,
+        rev,
+        logout_uris,
+        backchannel,
+    ) = row;
     let client = client_from_full_row((
         id, name, kind, hash, uris, scopes, created_at, disabled, previous, until,
     ))?;
     Ok(ManagedClient {
         client,
         web_origins: json_list(&web, "web origins")?,
+        logout: ClientLogout {
+            post_logout_redirect_uris: json_list(&logout_uris, "post-logout redirect URIs")?,
+            backchannel_logout_uri: backchannel,
+        },
         revision: Revision {
             created_at,
             revision: rev,
@@ -88,7 +120,7 @@ impl TenantStore<'_> {
         limit: i64,
     ) -> Result<Vec<ManagedClient>, StoreError> {
         let rows: Vec<ManagedRow> = sqlx::query_as(&format!(
-            "SELECT {CLIENT_COLUMNS}, web_origins, revision FROM clients \
+            "SELECT {CLIENT_COLUMNS}, {MANAGED_COLUMNS} FROM clients \
              WHERE tenant_id = $1 AND ($2 IS NULL OR client_id > $2) \
                AND ($3 IS NULL OR LOWER(client_id) LIKE $3 ESCAPE '\\' \
                     OR LOWER(name) LIKE $3 ESCAPE '\\') \
@@ -109,7 +141,7 @@ impl TenantStore<'_> {
         client_id: &str,
     ) -> Result<Option<ManagedClient>, StoreError> {
         let row: Option<ManagedRow> = sqlx::query_as(&format!(
-            "SELECT {CLIENT_COLUMNS}, web_origins, revision FROM clients \
+            "SELECT {CLIENT_COLUMNS}, {MANAGED_COLUMNS} FROM clients \
              WHERE tenant_id = $1 AND client_id = $2"
         ))
         .bind(self.id_str())
@@ -152,10 +184,22 @@ impl TenantStore<'_> {
             .transpose()
             .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
         let scopes = changes.scopes.map(|s| s.join(" "));
+        let post_logout_redirect_uris = changes
+            .post_logout_redirect_uris
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|_| StoreError::Corrupt("post-logout redirect URIs"))?;
+        // `$9`: NULL leaves the back-channel URI, '' removes it, a URI replaces it.
+        let backchannel = changes
+            .backchannel_logout_uri
+            .map(|uri| uri.unwrap_or_default());
         let (created_at, revision) = expected_values(expected);
         let row: Option<(i64, i64)> = sqlx::query_as(&format!(
             "UPDATE clients SET name = COALESCE($1, name), \
                redirect_uris = COALESCE($2, redirect_uris), scopes = COALESCE($3, scopes), \
+               post_logout_redirect_uris = COALESCE($8, post_logout_redirect_uris), \
+               backchannel_logout_uri = CASE WHEN $9 IS NULL THEN backchannel_logout_uri \
+                 WHEN $9 = '' THEN NULL ELSE $9 END, \
                revision = revision + 1 \
              WHERE tenant_id = $4 AND client_id = $5 AND {} RETURNING created_at, revision",
             matches_revision(6, 7)
@@ -167,6 +211,8 @@ impl TenantStore<'_> {
         .bind(client_id)
         .bind(created_at)
         .bind(revision)
+        .bind(post_logout_redirect_uris)
+        .bind(backchannel)
         .fetch_optional(self.pool())
         .await?;
         match revision_of(row) {

@@ -18,6 +18,8 @@ pub struct NewAuthorizationCode<'a> {
     pub code_challenge: &'a str,
     pub auth_time: UnixTime,
     pub expires_at: UnixTime,
+    /// The browser session's `sid`, carried to the grant and its ID tokens.
+    pub sid: Option<&'a str>,
 }
 
 /// A stored code, as the token endpoint reads it.
@@ -35,6 +37,7 @@ pub struct AuthorizationCode {
     pub expires_at: i64,
     pub redeemed_at: Option<i64>,
     pub grant_id: Option<String>,
+    pub sid: Option<String>,
 }
 
 impl TenantStore<'_> {
@@ -44,7 +47,7 @@ impl TenantStore<'_> {
     ) -> Result<Option<AuthorizationCode>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
-             code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id \
+             code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id, sid \
              FROM authorization_codes WHERE tenant_id = $1 AND code_hash = $2",
         )
         .bind(self.id_str())
@@ -61,7 +64,7 @@ impl TenantStore<'_> {
         sqlx::query(
             "INSERT INTO authorization_codes (tenant_id, code_hash, client_id, redirect_uri, \
              user_id, organization_guid, scope, nonce, code_challenge, auth_time, created_at, \
-             expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             expires_at, sid) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(self.id_str())
         .bind(code.code_hash.to_vec())
@@ -75,6 +78,7 @@ impl TenantStore<'_> {
         .bind(code.auth_time)
         .bind(now)
         .bind(code.expires_at)
+        .bind(code.sid)
         .execute(self.pool())
         .await
         .map_err(|e| StoreError::from_sqlx(e, Entity::AuthorizationCode))?;

@@ -96,6 +96,8 @@ pub struct Store {
     statements: Arc<AtomicU64>,
     /// From how many pages on [`Store::checkpoint`] restarts an SQLite log.
     restart_log_pages: u64,
+    /// Signalled when this process queued back-channel logout tokens; shared by clones.
+    backchannel_queued: Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -130,6 +132,7 @@ impl Store {
             shards: Arc::new(by_name.into_values().collect()),
             statements: Arc::new(AtomicU64::new(0)),
             restart_log_pages: RESTART_LOG_PAGES,
+            backchannel_queued: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -160,6 +163,13 @@ impl Store {
     /// move does not count).
     pub(crate) fn routes_to(&self, tenant: &TenantId, database: &Database) -> bool {
         Arc::ptr_eq(&self.database_of(tenant).name, &database.name)
+    }
+
+    /// Notified when a transaction of this process queued back-channel logout tokens, so the
+    /// deliverer need not wait for its next poll (rows other processes write are found by
+    /// polling).
+    pub fn backchannel_queued(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.backchannel_queued)
     }
 
     pub(crate) fn count_statement(&self) {

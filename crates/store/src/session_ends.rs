@@ -1,8 +1,9 @@
 //! Ending a user's browser sessions and revoking their grants together: what disabling a
 //! user, signing them out everywhere and changing their password have in common. Every path
 //! that ends sessions comes through here, inside the caller's transaction, so whatever must
-//! follow the end of a session (back-channel logout) is decided in one place.
+//! follow the end of a session (back-channel logout, queued here) is decided in one place.
 
+use crate::backchannel_logouts::EndingSessions;
 use crate::error::StoreError;
 use crate::tenant::{TenantStore, Transaction};
 use crate::UnixTime;
@@ -28,6 +29,10 @@ impl TenantStore<'_> {
         reason: &str,
         now: UnixTime,
     ) -> Result<SignedOut, StoreError> {
+        // Back-Channel Logout 1.0 §2.5: the clients of the sessions about to end are told,
+        // queued in this transaction so the end and the telling stand or fall together.
+        let ending = EndingSessions::OfUser { user_id, keep };
+        self.queue_backchannel_logouts(tx, ending, now).await?;
         let sessions = match keep {
             None => {
                 sqlx::query("DELETE FROM browser_sessions WHERE tenant_id = $1 AND user_id = $2")

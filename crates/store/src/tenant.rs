@@ -55,6 +55,8 @@ pub(crate) struct Transaction {
     // Declared first so it is dropped (rolled back) before the turn passes on.
     tx: sqlx::Transaction<'static, sqlx::Any>,
     _writer: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// Back-channel logout tokens were queued: the commit wakes this process's deliverer.
+    pub(crate) wake_backchannel: bool,
 }
 
 /// The records of one tenant.
@@ -101,6 +103,7 @@ impl<'a> TenantStore<'a> {
         Ok(Transaction {
             tx: self.pool().begin().await?,
             _writer: writer,
+            wake_backchannel: false,
         })
     }
 
@@ -155,7 +158,13 @@ impl<'a> TenantStore<'a> {
 
     pub(crate) async fn commit(&self, tx: Transaction) -> Result<(), StoreError> {
         self.store.count_statement();
-        Ok(tx.tx.commit().await?)
+        let wake = tx.wake_backchannel;
+        tx.tx.commit().await?;
+        // After the commit, so the woken deliverer can see the rows.
+        if wake {
+            self.store.backchannel_queued().notify_one();
+        }
+        Ok(())
     }
 
     /// Rolls back now. A dropped transaction's rollback waits until its connection is next

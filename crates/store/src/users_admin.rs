@@ -4,6 +4,7 @@
 //! the same transaction, so no node can accept one of their tokens after the commit: every
 //! token names its grant, and refresh, userinfo and the API check the grant on each use.
 
+use crate::backchannel_logouts::EndingSessions;
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
 use crate::session_ends::SignedOut;
@@ -229,17 +230,24 @@ impl TenantStore<'_> {
     /// Deletes a user. Their grants (with their refresh tokens), codes, browser sessions,
     /// memberships and password links go with the row, by the foreign keys; the audit trail
     /// keeps only the `sub`.
-    pub async fn delete_user(&self, user_id: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+    /// Their sessions' clients are told (Back-Channel Logout), queued in the same transaction.
+    pub async fn delete_user(&self, user_id: &str, now: UnixTime) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        let ending = EndingSessions::OfUser {
+            user_id,
+            keep: None,
+        };
+        self.queue_backchannel_logouts(&mut tx, ending, now).await?;
         let done = sqlx::query("DELETE FROM users WHERE tenant_id = $1 AND user_id = $2")
             .bind(self.id_str())
             .bind(user_id)
-            .execute(self.pool())
+            .execute(self.in_tx(&mut tx))
             .await?;
-        match done.rows_affected() {
-            1 => Ok(()),
-            _ => Err(StoreError::NotFound(Entity::User)),
+        if done.rows_affected() != 1 {
+            self.rollback(tx).await?;
+            return Err(StoreError::NotFound(Entity::User));
         }
+        self.commit(tx).await
     }
 
     /// Ends every browser session of the user and revokes every live grant, in one

@@ -116,6 +116,7 @@ fn code(hash: &[u8], expires_at: i64) -> NewAuthorizationCode<'_> {
         code_challenge: "c",
         auth_time: NOW,
         expires_at,
+        sid: None,
     }
 }
 

@@ -455,6 +455,7 @@ fn code(code_hash: &[u8]) -> NewAuthorizationCode<'_> {
         code_challenge: "c",
         auth_time: NOW,
         expires_at: NOW + 60,
+        sid: None,
     }
 }
 

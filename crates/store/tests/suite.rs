@@ -765,7 +765,7 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
         matches!(ghost_user, Err(StoreError::NotFound(Entity::User))),
         "{ghost_user:?}"
     );
-    tenant.delete_browser_session(b"s-1").await.unwrap();
+    tenant.delete_browser_session(b"s-1", NOW).await.unwrap();
     assert_eq!(
         tenant.find_browser_session(b"s-1", NOW).await.unwrap(),
         None
@@ -785,6 +785,7 @@ async fn authorization_codes_are_stored_once(store: Store) {
         code_challenge: "c",
         auth_time: NOW,
         expires_at: NOW + 60,
+        sid: None,
     };
     store
         .tenant(&t)
@@ -892,6 +893,7 @@ fn code<'a>(code_hash: &'a [u8]) -> NewAuthorizationCode<'a> {
         code_challenge: "c",
         auth_time: NOW,
         expires_at: NOW + 60,
+        sid: None,
     }
 }
 

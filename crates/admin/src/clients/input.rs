@@ -50,6 +50,13 @@ pub struct NewClientRequest {
     /// revocation and API endpoints, besides those of the redirect URIs.
     #[serde(default)]
     pub web_origins: Vec<String>,
+    /// Where the browser may be sent after signing out (RP-Initiated Logout 1.0); matched
+    /// exactly, with the rules of redirect URIs. None when absent.
+    #[serde(default)]
+    pub post_logout_redirect_uris: Vec<String>,
+    /// Where logout tokens are POSTed (Back-Channel Logout 1.0): https, or http to a
+    /// loopback host; no fragment.
+    pub backchannel_logout_uri: Option<String>,
 }
 
 /// `PATCH /admin/v1/tenants/{tenant}/clients/{client_id}`: the fields given are replaced.
@@ -59,6 +66,18 @@ pub struct ClientPatch {
     pub name: Option<String>,
     pub redirect_uris: Option<Vec<String>>,
     pub scopes: Option<Vec<String>>,
+    /// Replaces them all; `[]` removes them.
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    /// Replaces it; `null` removes it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub backchannel_logout_uri: Option<Option<String>>,
+}
+
+/// A field that may be `null`: present (`Some`, with `None` for `null`) or absent (`None`,
+/// by `#[serde(default)]`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
 /// `POST /admin/v1/tenants/{tenant}/clients/{client_id}/secret`.
@@ -76,12 +95,16 @@ pub(super) struct CheckedNew<'a> {
     pub redirect_uris: Vec<String>,
     pub scopes: Vec<String>,
     pub web_origins: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub backchannel_logout_uri: Option<String>,
 }
 
 pub(super) struct CheckedPatch<'a> {
     pub name: Option<&'a str>,
     pub redirect_uris: Option<Vec<String>>,
     pub scopes: Option<Vec<String>>,
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    pub backchannel_logout_uri: Option<Option<String>>,
     /// The names of the fields changed, for the audit trail.
     pub fields: Vec<&'static str>,
 }
@@ -101,6 +124,12 @@ impl NewClientRequest {
             redirect_uris: redirect_uris(&self.redirect_uris)?,
             scopes,
             web_origins: web_origins(&self.web_origins)?,
+            post_logout_redirect_uris: post_logout_redirect_uris(&self.post_logout_redirect_uris)?,
+            backchannel_logout_uri: self
+                .backchannel_logout_uri
+                .as_deref()
+                .map(backchannel_logout_uri)
+                .transpose()?,
         })
     }
 }
@@ -129,15 +158,33 @@ impl ClientPatch {
             }
             None => None,
         };
+        let post_logout = match &self.post_logout_redirect_uris {
+            Some(uris) => {
+                fields.push("post_logout_redirect_uris");
+                Some(post_logout_redirect_uris(uris)?)
+            }
+            None => None,
+        };
+        let backchannel = match &self.backchannel_logout_uri {
+            Some(uri) => {
+                fields.push("backchannel_logout_uri");
+                Some(uri.as_deref().map(backchannel_logout_uri).transpose()?)
+            }
+            None => None,
+        };
         if fields.is_empty() {
             return Err(AdminError::Invalid(
-                "the body changes nothing: give name, redirect_uris or scopes".to_owned(),
+                "the body changes nothing: give name, redirect_uris, scopes, \
+                 post_logout_redirect_uris or backchannel_logout_uri"
+                    .to_owned(),
             ));
         }
         Ok(CheckedPatch {
             name,
             redirect_uris,
             scopes,
+            post_logout_redirect_uris: post_logout,
+            backchannel_logout_uri: backchannel,
             fields,
         })
     }
@@ -172,6 +219,26 @@ fn redirect_uris(given: &[String]) -> Result<Vec<String>, AdminError> {
         }
     }
     Ok(uris)
+}
+
+/// RP-Initiated Logout 1.0 §3: registered like redirect URIs and matched exactly; none is
+/// fine (the user then sees our signed-out page).
+fn post_logout_redirect_uris(given: &[String]) -> Result<Vec<String>, AdminError> {
+    let mut uris: Vec<String> = Vec::with_capacity(given.len());
+    for uri in given {
+        let uri = RedirectUri::parse(uri)
+            .map_err(|e| AdminError::Invalid(format!("post_logout_redirect_uris: {uri:?}: {e}")))?
+            .into_string();
+        if !uris.contains(&uri) {
+            uris.push(uri);
+        }
+    }
+    Ok(uris)
+}
+
+fn backchannel_logout_uri(given: &str) -> Result<String, AdminError> {
+    oauth::logout::parse_backchannel_logout_uri(given)
+        .map_err(|e| AdminError::Invalid(format!("backchannel_logout_uri: {given:?}: {e}")))
 }
 
 fn scopes(given: &[String]) -> Result<Vec<String>, AdminError> {
@@ -227,6 +294,8 @@ mod tests {
             redirect_uris: vec![uri.to_owned()],
             scopes: None,
             web_origins: Vec::new(),
+            post_logout_redirect_uris: Vec::new(),
+            backchannel_logout_uri: None,
         };
         assert!(new("spa", "https://app.example.com/cb").check().is_ok());
         let why = invalid(
@@ -245,6 +314,17 @@ mod tests {
         let mut origin = new("spa", "https://app.example.com/cb");
         origin.web_origins = vec!["https://app.example.com/path".to_owned()];
         assert!(invalid(origin.check().map(|_| ())).starts_with("web_origins"));
+        let mut logout = new("spa", "https://app.example.com/cb");
+        logout.post_logout_redirect_uris = vec!["https://app.example.com/out#x".to_owned()];
+        assert!(invalid(logout.check().map(|_| ())).starts_with("post_logout_redirect_uris"));
+        logout.post_logout_redirect_uris = vec!["https://app.example.com/out".to_owned()];
+        logout.backchannel_logout_uri = Some("http://app.example.com/bc".to_owned());
+        assert!(invalid(logout.check().map(|_| ())).starts_with("backchannel_logout_uri"));
+        logout.backchannel_logout_uri = Some("https://app.example.com/bc".to_owned());
+        assert!(logout.check().is_ok());
+        let clear: ClientPatch =
+            serde_json::from_str(r#"{"backchannel_logout_uri":null}"#).unwrap();
+        assert_eq!(clear.check().unwrap().backchannel_logout_uri, Some(None));
         assert!(invalid(ClientPatch::default().check().map(|_| ())).contains("changes nothing"));
     }
 

@@ -46,6 +46,13 @@ pub enum ClientCommand {
         /// redirect URIs; repeat for several.
         #[arg(long = "web-origin")]
         web_origins: Vec<String>,
+        /// Where the browser may be sent after signing out (RP-Initiated Logout), matched
+        /// exactly; repeat for several.
+        #[arg(long = "post-logout-redirect-uri")]
+        post_logout_redirect_uris: Vec<String>,
+        /// Where logout tokens are POSTed (Back-Channel Logout): https, or http to loopback.
+        #[arg(long)]
+        backchannel_logout_uri: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -64,7 +71,8 @@ pub enum ClientCommand {
         #[command(flatten)]
         target: Target,
     },
-    /// Change a client's name, redirect URIs or allowed scopes (those given replace).
+    /// Change a client's name, redirect URIs, allowed scopes or sign-out URIs (those given
+    /// replace).
     Update {
         #[command(flatten)]
         target: Target,
@@ -76,6 +84,18 @@ pub enum ClientCommand {
         /// Replaces the allowed scopes; repeat for several.
         #[arg(long = "scope")]
         scopes: Vec<String>,
+        /// Replaces every post-logout redirect URI; repeat for several.
+        #[arg(long = "post-logout-redirect-uri")]
+        post_logout_redirect_uris: Vec<String>,
+        /// Removes every post-logout redirect URI.
+        #[arg(long, conflicts_with = "post_logout_redirect_uris")]
+        clear_post_logout_redirect_uris: bool,
+        /// Replaces the back-channel logout URI.
+        #[arg(long)]
+        backchannel_logout_uri: Option<String>,
+        /// Removes the back-channel logout URI.
+        #[arg(long, conflicts_with = "backchannel_logout_uri")]
+        clear_backchannel_logout_uri: bool,
         /// Apply only if the client is still at this ETag (as `show` printed it).
         #[arg(long)]
         if_match: Option<String>,
@@ -117,6 +137,8 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             name,
             scopes,
             web_origins,
+            post_logout_redirect_uris,
+            backchannel_logout_uri,
             json,
         } => {
             let new = NewClientRequest {
@@ -129,6 +151,8 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 redirect_uris,
                 scopes: (!scopes.is_empty()).then_some(scopes),
                 web_origins,
+                post_logout_redirect_uris,
+                backchannel_logout_uri,
             };
             let made = clients::create(&ctx, &tenant, &new)
                 .await
@@ -181,12 +205,23 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             name,
             redirect_uris,
             scopes,
+            post_logout_redirect_uris,
+            clear_post_logout_redirect_uris,
+            backchannel_logout_uri,
+            clear_backchannel_logout_uri,
             if_match: tag,
         } => {
             let patch = ClientPatch {
                 name,
                 redirect_uris: (!redirect_uris.is_empty()).then_some(redirect_uris),
                 scopes: (!scopes.is_empty()).then_some(scopes),
+                post_logout_redirect_uris: (clear_post_logout_redirect_uris
+                    || !post_logout_redirect_uris.is_empty())
+                .then_some(post_logout_redirect_uris),
+                backchannel_logout_uri: match clear_backchannel_logout_uri {
+                    true => Some(None),
+                    false => backchannel_logout_uri.map(Some),
+                },
             };
             let precondition = if_match(tag.as_deref())?;
             let updated = clients::update(
@@ -252,13 +287,15 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
 fn described(client: &Versioned<ClientView>) -> String {
     let c = &client.value;
     format!(
-        "client {}\nname: {}\ntype: {}\nredirect_uris: {}\nscopes: {}\nweb_origins: {}\ndisabled: {}\ncreated: {}\netag: {}",
+        "client {}\nname: {}\ntype: {}\nredirect_uris: {}\nscopes: {}\nweb_origins: {}\npost_logout_redirect_uris: {}\nbackchannel_logout_uri: {}\ndisabled: {}\ncreated: {}\netag: {}",
         c.client_id,
         c.name,
         c.client_type.as_str(),
         c.redirect_uris.join(" "),
         c.scopes.join(" "),
         c.web_origins.join(" "),
+        c.post_logout_redirect_uris.join(" "),
+        c.backchannel_logout_uri.as_deref().unwrap_or(""),
         c.disabled,
         c.created_at,
         client.etag()

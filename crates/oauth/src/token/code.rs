@@ -122,6 +122,7 @@ pub async fn exchange_code(
         auth_time: code.auth_time,
         created_at: now,
         revoked_at: None,
+        sid: code.sid.clone(),
     };
     let issue = Issue {
         tenant: tenant_id.as_str(),

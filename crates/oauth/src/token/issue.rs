@@ -79,6 +79,8 @@ pub async fn mint(
         email: has(Scope::Email).then(|| issue.user.email.clone()),
         // Addresses are entered by operators and never verified by us: say so.
         email_verified: has(Scope::Email).then_some(false),
+        // Back-Channel Logout §2.1: the session it was issued in, on refresh too.
+        sid: issue.grant.sid.clone(),
     });
     let key = Arc::clone(state.signing_keys.current().ring.signing_key());
     // Waiting for a permit is first come, first served (tokio's semaphore is fair).

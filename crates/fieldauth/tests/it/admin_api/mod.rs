@@ -9,7 +9,7 @@ mod grants;
 mod listener;
 mod organizations;
 mod password_links;
-pub mod support;
+pub(crate) mod support;
 mod tenant_delete;
 mod tenants;
 mod user_effects;
