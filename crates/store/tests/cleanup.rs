@@ -48,6 +48,7 @@ fn retention(now: i64) -> Retention {
         access_token_lifetime: 3600,
         signin_window: 900,
         request_quota_window: 600,
+        recovery_quota_window: 3600,
         audit_retention: 50_000,
     }
 }

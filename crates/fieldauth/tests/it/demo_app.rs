@@ -58,6 +58,7 @@ impl Demo {
             cleanup_interval: None,
             audit_retention: 365 * 86_400,
             key_encryption: Default::default(),
+            mail: None,
         };
         let listeners = DemoListeners {
             server: Listeners {

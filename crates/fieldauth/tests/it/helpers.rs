@@ -133,6 +133,7 @@ impl TestApp {
             cleanup_interval: None,
             audit_retention: 365 * 86_400,
             key_encryption: Default::default(),
+            mail: None,
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();

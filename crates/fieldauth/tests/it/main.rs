@@ -34,6 +34,7 @@ mod limits;
 mod metrics;
 mod node_support;
 mod nodes;
+mod recovery;
 mod refresh;
 mod revoke;
 mod shards;
