@@ -128,10 +128,7 @@ async fn known_tenant(
     let Some(tenant) = tenant.and_then(|t| TenantId::parse(t).ok()) else {
         return Ok(None);
     };
-    Ok(match state.store.tenant(&tenant).find().await? {
-        Some(_) => Some(tenant),
-        None => None,
-    })
+    Ok(state.store.tenant(&tenant).find().await?.map(|_| tenant))
 }
 
 /// The one answer to every genuine request, whether or not a mail goes out.
