@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use secrecy::SecretString;
 
 pub use crate::manage::clients::ClientCommand;
 pub use crate::manage::grants::GrantCommand;
@@ -275,6 +276,23 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub kek: KekArgs,
+
+    /// The SMTP server that password-recovery mail goes through: `smtp://HOST:PORT` (plain),
+    /// `smtp://HOST:PORT?tls=required` (STARTTLS) or `smtps://HOST:PORT` (TLS), with
+    /// `USER:PASSWORD@` before the host (only over TLS). Never logged. Unset: no recovery by
+    /// mail, and the sign-in page has no "Forgot your password?" link.
+    #[arg(long, env = "FIELDAUTH_SMTP_URL", hide_env_values = true,
+          requires = "mail_from", value_parser = secret)]
+    pub smtp_url: Option<SecretString>,
+
+    /// The sender of that mail: a mailbox such as `Fieldauth <no-reply@example.com>`.
+    #[arg(long, env = "FIELDAUTH_MAIL_FROM", requires = "smtp_url")]
+    pub mail_from: Option<String>,
+}
+
+/// A value held as a secret from the moment it is parsed, so no `Debug` can show it.
+fn secret(value: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(value.to_owned()))
 }
 
 /// `demo` takes every `serve` flag, and the demo app's address.

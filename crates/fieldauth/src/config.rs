@@ -40,6 +40,8 @@ pub struct ServeConfig {
     /// How back-channel logout tokens are delivered (no flag: the defaults; tests shorten
     /// the waits).
     pub backchannel: oauth::logout::backchannel::BackchannelSettings,
+    /// Password-recovery mail (`--smtp-url`, `--mail-from`); none: no recovery by mail.
+    pub mail: Option<oauth::Mailer>,
 }
 
 impl ServeConfig {
@@ -82,6 +84,11 @@ impl ServeConfig {
             audit_retention: i64::from(args.audit_retention_days) * 86_400,
             key_encryption: crate::keys::key_encryption(&args.kek)?,
             backchannel: Default::default(),
+            // clap requires both flags or neither. The error names the flag, never the URL.
+            mail: match (&args.smtp_url, &args.mail_from) {
+                (Some(url), Some(from)) => Some(oauth::Mailer::new(url, from)?),
+                _ => None,
+            },
         })
     }
 }
@@ -126,6 +133,8 @@ mod tests {
             cleanup_interval_seconds: 300,
             audit_retention_days: 365,
             kek: Default::default(),
+            smtp_url: None,
+            mail_from: None,
         }
     }
 
@@ -153,6 +162,23 @@ mod tests {
         assert_eq!(config.issuer.as_str(), "https://id.example.com/");
         assert_eq!(config.api_url, "https://api.example.com");
         assert_eq!(config.grant_max_age, 90 * 86_400);
+    }
+
+    #[test]
+    fn mail_settings_are_checked_at_start_without_showing_the_url() {
+        let mut given = args("https://id.example.com", "https://api.example.com");
+        assert!(ServeConfig::from_args(&given).unwrap().mail.is_none());
+        given.smtp_url = Some("smtps://relay:s3cret@mail.example.com".to_owned().into());
+        given.mail_from = Some("Fieldauth <no-reply@example.com>".into());
+        assert!(ServeConfig::from_args(&given).unwrap().mail.is_some());
+        given.smtp_url = Some("smtp://relay:s3cret@mail.example.com".to_owned().into());
+        let err = format!("{:#}", ServeConfig::from_args(&given).unwrap_err());
+        assert!(err.starts_with("--smtp-url: credentials need TLS"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+        given.smtp_url = Some("smtp://127.0.0.1:25".to_owned().into());
+        given.mail_from = Some("nobody".into());
+        let err = format!("{:#}", ServeConfig::from_args(&given).unwrap_err());
+        assert!(err.starts_with("--mail-from: "), "{err}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub fn retention(now: UnixTime, signin_window: i64, audit_retention: i64) -> Ret
         access_token_lifetime: oauth::token::ACCESS_TOKEN_LIFETIME,
         signin_window,
         request_quota_window: oauth::REQUEST_QUOTA_WINDOW,
+        recovery_quota_window: oauth::RECOVERY_QUOTA_WINDOW,
         audit_retention,
     }
 }

@@ -110,7 +110,8 @@ pub async fn start_on(
         Arc::new(OsRandom::new()),
     )
     .await
-    .context("cannot prepare the authorization server")?;
+    .context("cannot prepare the authorization server")?
+    .with_mailer(config.mail.clone());
     let api_state = api::ApiState::new(
         api::ApiConfig {
             issuer: config.issuer.as_str().to_owned(),

@@ -1,5 +1,5 @@
 //! `GET` and `POST /account/password`: where a user sets a password from a password link (an
-//! invitation an admin issued). The link is `?token=<tenant>.<random>`; the server keeps only
+//! invitation an admin issued, or a recovery link the user asked for). The link is `?token=<tenant>.<random>`; the server keeps only
 //! the SHA-256 of the random part. The page follows the sign-in page's rules (no script, CSP,
 //! no framing, no caching, `Referrer-Policy: no-referrer`, which matters doubly here: the
 //! token is in the URL), and a link that is unknown, expired, used or replaced gets one and
@@ -7,14 +7,15 @@
 
 use askama::Template;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::{TenantId, TenantStore};
+use store::{LinkPurpose, TenantId, TenantStore};
 use subtle::ConstantTimeEq;
 
 use crate::client_address::ClientAddress;
+use crate::double_submit::DoubleSubmit;
 use crate::error::OAuthError;
 use crate::events::Event;
 use crate::pages::{self, ErrorPage, FormTarget, PageError};
@@ -39,11 +40,8 @@ struct PasswordSetPage<'a> {
     username: &'a str,
 }
 
-/// The double-submit cookie of the form: the page sets a random value in it and in the
-/// form, and a submission must carry both. No other site can read the cookie to copy it
-/// into a forged form, and SameSite=Strict keeps it off cross-site posts altogether.
-const CSRF_COOKIE: &str = "fieldauth-password-csrf";
-const CSRF_LIFETIME: UnixTime = 3600;
+/// The form's double-submit cookie.
+const CSRF: DoubleSubmit = DoubleSubmit("fieldauth-password-csrf");
 
 /// A password link, parsed: its tenant and the random part, whose hash is stored.
 struct Link<'a> {
@@ -106,7 +104,7 @@ pub async fn get_password_page(
     let mut response = pages::render(&page, StatusCode::OK, FormTarget::SelfOnly);
     response
         .headers_mut()
-        .append(header::SET_COOKIE, csrf_cookie(&state, &csrf)?);
+        .append(header::SET_COOKIE, CSRF.set_cookie(&state, &csrf)?);
     Ok(response)
 }
 
@@ -123,8 +121,7 @@ pub async fn post_password(
     }
     let field = |name| params.single(name).ok().flatten();
     let csrf = field("csrf").unwrap_or_default();
-    let cookie = read_csrf_cookie(&headers, &state);
-    if csrf.is_empty() || !cookie.is_some_and(|c| bool::from(c.as_bytes().ct_eq(csrf.as_bytes()))) {
+    if !CSRF.holds(&state, &headers, csrf) {
         tracing::warn!("password form without its security token");
         return Ok(refused(
             StatusCode::BAD_REQUEST,
@@ -178,8 +175,8 @@ pub async fn post_password(
     }
 }
 
-/// Hashes the new password, then spends the link and sets it in one transaction; false when
-/// the link is no longer live.
+/// Hashes the new password, then spends the link and sets it in one transaction, which also
+/// ends every session and grant of the user: false when the link is no longer live.
 async fn set_password(
     state: &OAuthState,
     link: &Link<'_>,
@@ -188,7 +185,7 @@ async fn set_password(
     now: UnixTime,
 ) -> Result<bool, OAuthError> {
     let hash = hash_bounded(state, new).await?;
-    let Some(user_id) = state
+    let Some(redeemed) = state
         .store
         .tenant(&link.tenant)
         .redeem_password_link(&hash_secret(link.random), &hash, now)
@@ -196,10 +193,26 @@ async fn set_password(
     else {
         return Ok(false);
     };
-    tracing::info!(tenant = %link.tenant, sub = %user_id, "password set from a password link");
-    let event = Event::PasswordSet {
-        user_id: &user_id,
-        address,
+    let user_id = redeemed.user_id.as_str();
+    let signed_out = redeemed.signed_out;
+    tracing::info!(
+        tenant = %link.tenant,
+        sub = %user_id,
+        sessions = signed_out.sessions,
+        grants = signed_out.grants,
+        "password set from a password link"
+    );
+    let event = match redeemed.purpose {
+        LinkPurpose::Invitation => Event::PasswordSet {
+            user_id,
+            address,
+            signed_out,
+        },
+        LinkPurpose::Recovery => Event::PasswordReset {
+            user_id,
+            address,
+            signed_out,
+        },
     };
     state.record(&link.tenant, event, now).await;
     Ok(true)
@@ -234,25 +247,4 @@ fn refused(status: StatusCode, message: &str) -> Response {
         status,
         FormTarget::SelfOnly,
     )
-}
-
-fn csrf_cookie_name(state: &OAuthState) -> String {
-    match state.config.issuer.is_https() {
-        true => format!("__Host-{CSRF_COOKIE}"),
-        false => CSRF_COOKIE.to_owned(),
-    }
-}
-
-fn csrf_cookie(state: &OAuthState, value: &str) -> Result<HeaderValue, OAuthError> {
-    let https = state.config.issuer.is_https();
-    let secure = if https { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{}={value}; Path=/; Max-Age={CSRF_LIFETIME}; HttpOnly; SameSite=Strict{secure}",
-        csrf_cookie_name(state)
-    ))
-    .map_err(|_| OAuthError::InvalidForm("cookie"))
-}
-
-fn read_csrf_cookie<'h>(headers: &'h HeaderMap, state: &OAuthState) -> Option<&'h str> {
-    crate::session::read_cookie(headers, &csrf_cookie_name(state))
 }

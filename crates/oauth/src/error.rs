@@ -78,6 +78,17 @@ pub enum OAuthError {
     /// The binary's request deadline passed (a database that stopped answering mid-request).
     #[error("the request deadline passed")]
     TimedOut,
+    /// `--smtp-url` or `--mail-from` cannot be used; the reason never repeats the URL.
+    #[error("{flag}: {why}")]
+    InvalidMailSetting {
+        flag: &'static str,
+        why: &'static str,
+    },
+    #[error("the mail message could not be built")]
+    MailMessage(#[source] lettre::error::Error),
+    /// The SMTP server could not be reached or refused the message.
+    #[error("the mail server did not take the message")]
+    MailDelivery(#[source] lettre::transport::smtp::Error),
 }
 
 /// How an error goes out as JSON: status, RFC error code, description, challenge.
@@ -162,6 +173,9 @@ impl OAuthError {
             | OAuthError::KeySealing { .. }
             | OAuthError::KeysChanging
             | OAuthError::Jose(_)
+            | OAuthError::InvalidMailSetting { .. }
+            | OAuthError::MailMessage(_)
+            | OAuthError::MailDelivery(_)
             | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }

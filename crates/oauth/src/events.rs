@@ -7,7 +7,7 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use store::{NewAuditEvent, TenantId, UnixTime};
+use store::{NewAuditEvent, SignedOut, TenantId, UnixTime};
 
 use crate::error::OAuthError;
 use crate::state::OAuthState;
@@ -22,6 +22,8 @@ pub struct Metrics {
     consents: Family<ConsentLabels, Counter>,
     logouts: Counter,
     backchannel: Family<BackchannelLabels, Counter>,
+    recovery_requests: Family<RecoveryLabels, Counter>,
+    recovery_mails: Family<RecoveryLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -61,6 +63,63 @@ pub enum BackchannelResult {
     retried,
     /// Given up: the last attempt failed, or the client can no longer be told.
     failed,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RecoveryLabels {
+    result: &'static str,
+}
+
+/// How a password-recovery request ended. The person was told the same in every case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecoveryOutcome {
+    Sent,
+    /// The SMTP server could not be reached or refused the message.
+    MailFailed,
+    /// Over the account's or the address's quota. `audited`: the first refusal of the
+    /// window; later ones are only counted, so nobody can make the server write rows.
+    Throttled {
+        audited: bool,
+    },
+    UnknownUser,
+    Disabled,
+    NoEmail,
+}
+
+impl RecoveryOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            RecoveryOutcome::Sent => "sent",
+            RecoveryOutcome::MailFailed => "mail_failed",
+            RecoveryOutcome::Throttled { .. } => "throttled",
+            RecoveryOutcome::UnknownUser => "unknown_user",
+            RecoveryOutcome::Disabled => "disabled",
+            RecoveryOutcome::NoEmail => "no_email",
+        }
+    }
+
+    fn detail(self) -> &'static str {
+        match self {
+            RecoveryOutcome::Sent => "link sent",
+            RecoveryOutcome::MailFailed => "mail not delivered",
+            RecoveryOutcome::Throttled { .. } => "throttled: nothing sent",
+            RecoveryOutcome::UnknownUser => "unknown user: nothing sent",
+            RecoveryOutcome::Disabled => "account disabled: nothing sent",
+            RecoveryOutcome::NoEmail => "no email address: nothing sent",
+        }
+    }
+
+    /// What the mail counter records, when a mail was attempted.
+    fn mail_result(self) -> Option<&'static str> {
+        match self {
+            RecoveryOutcome::Sent => Some("sent"),
+            RecoveryOutcome::MailFailed => Some("failed"),
+            RecoveryOutcome::Throttled { .. }
+            | RecoveryOutcome::UnknownUser
+            | RecoveryOutcome::Disabled
+            | RecoveryOutcome::NoEmail => None,
+        }
+    }
 }
 
 /// Why a grant (a token family) ended early.
@@ -109,6 +168,16 @@ impl Metrics {
             "fieldauth_consents",
             "Consent decisions",
             self.consents.clone(),
+        );
+        registry.register(
+            "fieldauth_recovery_requests",
+            "Password-recovery requests by outcome (the person is told the same in every case)",
+            self.recovery_requests.clone(),
+        );
+        registry.register(
+            "fieldauth_recovery_mails",
+            "Password-recovery mails handed to the SMTP server (sent) or not (failed)",
+            self.recovery_mails.clone(),
         );
         registry.register(
             "fieldauth_logouts",
@@ -191,8 +260,27 @@ pub(crate) enum Event<'a> {
         grant_id: &'a str,
         reason: RevokeReason,
     },
-    /// A user set their password from a password link (the link is spent).
-    PasswordSet { user_id: &'a str, address: &'a str },
+    /// A user set their password from an admin's password link (the link is spent, the
+    /// user's sessions and grants ended).
+    PasswordSet {
+        user_id: &'a str,
+        address: &'a str,
+        signed_out: SignedOut,
+    },
+    /// A user set their password from a recovery link they asked for (the link is spent, the
+    /// user's sessions and grants ended).
+    PasswordReset {
+        user_id: &'a str,
+        address: &'a str,
+        signed_out: SignedOut,
+    },
+    /// Someone asked for a recovery link on the "Forgot your password?" page.
+    RecoveryRequested {
+        /// The account's `sub` when one has the username, else the username as typed.
+        subject: &'a str,
+        address: &'a str,
+        outcome: RecoveryOutcome,
+    },
     /// A browser session ended at the end-session endpoint.
     SignedOut {
         user_id: &'a str,
@@ -223,7 +311,14 @@ impl OAuthState {
     /// has done its work already, so a failed write is logged, not returned.
     pub(crate) async fn record(&self, tenant: &TenantId, event: Event<'_>, now: UnixTime) {
         let metrics = self.metrics();
-        let audited = !matches!(event, Event::SignInRefused { audited: false, .. });
+        let audited = !matches!(
+            event,
+            Event::SignInRefused { audited: false, .. }
+                | Event::RecoveryRequested {
+                    outcome: RecoveryOutcome::Throttled { audited: false },
+                    ..
+                }
+        );
         let mut detail = String::new();
         let row = match event {
             Event::SignedIn {
@@ -335,18 +430,39 @@ impl OAuthState {
                     None,
                 )
             }
-            Event::PasswordSet { user_id, address } => {
-                detail.push_str("password set from a password link");
-                NewAuditEvent {
-                    client_id: None,
-                    ..audit(
-                        "account.password_set",
-                        now,
-                        Some(user_id),
-                        "",
-                        Some(address),
-                    )
+            Event::PasswordSet {
+                user_id,
+                address,
+                signed_out,
+            } => {
+                detail = format!("password set from a password link; {}", ended(signed_out));
+                account_event("account.password_set", now, user_id, address)
+            }
+            Event::PasswordReset {
+                user_id,
+                address,
+                signed_out,
+            } => {
+                detail = format!("password reset from a recovery link; {}", ended(signed_out));
+                account_event("account.password_reset", now, user_id, address)
+            }
+            Event::RecoveryRequested {
+                subject,
+                address,
+                outcome,
+            } => {
+                let result = RecoveryLabels {
+                    result: outcome.label(),
+                };
+                metrics.recovery_requests.get_or_create(&result).inc();
+                if let Some(result) = outcome.mail_result() {
+                    metrics
+                        .recovery_mails
+                        .get_or_create(&RecoveryLabels { result })
+                        .inc();
                 }
+                detail.push_str(outcome.detail());
+                account_event("account.recovery_requested", now, subject, address)
             }
         };
         if !audited {
@@ -377,6 +493,27 @@ fn audit<'a>(
         address,
         detail: "",
     }
+}
+
+/// An event of a user's own account: no client is involved.
+fn account_event<'a>(
+    kind: &'a str,
+    occurred_at: UnixTime,
+    subject: &'a str,
+    address: &'a str,
+) -> NewAuditEvent<'a> {
+    NewAuditEvent {
+        client_id: None,
+        ..audit(kind, occurred_at, Some(subject), "", Some(address))
+    }
+}
+
+/// What a password change ended, for the trail.
+fn ended(signed_out: SignedOut) -> String {
+    format!(
+        "{} browser session(s) ended, {} grant(s) revoked",
+        signed_out.sessions, signed_out.grants
+    )
 }
 
 fn signin(result: &'static str) -> SignInLabels {

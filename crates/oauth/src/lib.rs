@@ -9,12 +9,14 @@ mod client_id;
 mod consent;
 pub mod cors;
 mod discovery;
+mod double_submit;
 mod error;
 mod events;
 mod issuer;
 mod jwks;
 mod keys;
 pub mod logout;
+mod mail;
 mod pages;
 mod params;
 pub mod password;
@@ -22,6 +24,7 @@ pub mod password_policy;
 pub mod paths;
 pub mod pkce;
 mod random;
+mod recovery;
 mod redirect_uri;
 mod revoke;
 mod scope;
@@ -51,7 +54,9 @@ pub use keys::{
     check_keys_open, rewrap_stored_keys, rotate_signing_key, seal_stored_keys, signing_index,
     LoadedKeys, SigningKeys,
 };
+pub use mail::Mailer;
 pub use random::{OsRandom, RandomSource};
+pub use recovery::RECOVERY_QUOTA_WINDOW;
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 pub use state::{OAuthConfig, OAuthState, SignInSettings};
@@ -62,9 +67,11 @@ pub use username::Username;
 /// pages a person sees, RFC 6749's `temporarily_unavailable` everywhere else.
 pub fn timed_out(path: &str) -> Response {
     match path {
-        paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD | paths::LOGOUT => {
-            pages::PageError(OAuthError::TimedOut).into_response()
-        }
+        paths::AUTHORIZE
+        | paths::SIGNIN
+        | paths::ACCOUNT_PASSWORD
+        | paths::LOGOUT
+        | paths::ACCOUNT_RECOVER => pages::PageError(OAuthError::TimedOut).into_response(),
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -76,7 +83,11 @@ async fn limit_query(request: Request, next: Next) -> Response {
     const TOO_LONG: &str = "The query string is too long or has too many parameters.";
     match (request.uri().query(), request.uri().path()) {
         (Some(query), path) if !params::query_within_limits(query) => match path {
-            paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD | paths::LOGOUT => {
+            paths::AUTHORIZE
+            | paths::SIGNIN
+            | paths::ACCOUNT_PASSWORD
+            | paths::LOGOUT
+            | paths::ACCOUNT_RECOVER => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -106,6 +117,10 @@ pub fn router(state: OAuthState) -> Router {
         .route(
             paths::ACCOUNT_PASSWORD,
             get(account_password::get_password_page).post(account_password::post_password),
+        )
+        .route(
+            paths::ACCOUNT_RECOVER,
+            get(recovery::get_recover_page).post(recovery::post_recover),
         )
         .route(paths::TOKEN, post(token::post_token))
         .route(

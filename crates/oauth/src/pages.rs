@@ -17,6 +17,8 @@ pub struct SignInPage<'a> {
     pub csrf: &'a str,
     pub username: &'a str,
     pub message: Option<&'a str>,
+    /// "Forgot your password?": where it leads, shown only when mail is configured.
+    pub recover_url: Option<String>,
 }
 
 pub struct ScopeChoice {
@@ -109,6 +111,9 @@ impl IntoResponse for PageError {
             | OAuthError::KeySealing { .. }
             | OAuthError::KeysChanging
             | OAuthError::Jose(_)
+            | OAuthError::InvalidMailSetting { .. }
+            | OAuthError::MailMessage(_)
+            | OAuthError::MailDelivery(_)
             | OAuthError::Store(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",
@@ -231,6 +236,7 @@ mod tests {
             csrf: "c",
             username: "\"><img src=x>",
             message: None,
+            recover_url: None,
         };
         let html = page.render().unwrap();
         assert!(

@@ -15,3 +15,5 @@ pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";
 /// Where a user sets a password from a password link (an invitation). Not in discovery: it
 /// belongs to the account pages, not to OAuth.
 pub const ACCOUNT_PASSWORD: &str = "/account/password";
+/// "Forgot your password?": where a user asks for a recovery link by mail. Not in discovery.
+pub const ACCOUNT_RECOVER: &str = "/account/recover";

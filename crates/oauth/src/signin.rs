@@ -64,7 +64,7 @@ pub async fn sign_in(
     now: UnixTime,
 ) -> Result<Response, OAuthError> {
     let tenant = state.store.tenant(&pending.tenant);
-    let refuse = |status, message| retry_page(pending, typed_username, status, message);
+    let refuse = |status, message| retry_page(state, pending, typed_username, status, message);
     let (Ok(username), Some(password)) = (Username::parse(typed_username), password) else {
         return Ok(refuse(StatusCode::OK, "Enter your username and password."));
     };
@@ -235,6 +235,7 @@ fn throttle_message(verdict: Verdict) -> Option<String> {
 }
 
 fn retry_page(
+    state: &OAuthState,
     pending: &Pending,
     typed_username: &str,
     status: StatusCode,
@@ -248,6 +249,7 @@ fn retry_page(
             csrf: &pending.csrf,
             username: typed_username,
             message: Some(message),
+            recover_url: crate::recovery::link_for(state, pending.tenant.as_str()),
         },
         status,
         FormTarget::SelfOnly,

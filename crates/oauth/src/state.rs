@@ -13,6 +13,7 @@ use crate::error::OAuthError;
 use crate::events::Metrics;
 use crate::issuer::Issuer;
 use crate::keys::SigningKeys;
+use crate::mail::Mailer;
 use crate::password;
 use crate::random::RandomSource;
 use crate::throttle::ThrottlePolicy;
@@ -52,6 +53,8 @@ pub struct OAuthState {
     /// time-slice the cores: every token response of a burst would finish late instead of
     /// the first ones finishing early, and the switches cost CPU of their own.
     pub signing_permits: Arc<Semaphore>,
+    /// Where password-recovery mail goes (`--smtp-url`); none: no recovery by mail.
+    pub mailer: Option<Mailer>,
     metrics: Metrics,
     discovery_json: Bytes,
 }
@@ -81,6 +84,7 @@ impl OAuthState {
             random,
             signin,
             signing_permits: Arc::new(Semaphore::new(cores)),
+            mailer: None,
             metrics: Metrics::default(),
             discovery_json,
         })

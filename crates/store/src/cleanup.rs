@@ -39,6 +39,8 @@ pub struct Retention {
     pub signin_window: i64,
     /// An anonymous authorization-request quota's window.
     pub request_quota_window: i64,
+    /// A password-recovery quota's window.
+    pub recovery_quota_window: i64,
     /// Audit events older than this go.
     pub audit_retention: i64,
 }
@@ -65,6 +67,7 @@ const RULES: &[Rule] = &[
     Rule { table: "grants", key: "tenant_id, grant_id", condition: "created_at <= $1 AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.tenant_id = grants.tenant_id AND t.grant_id = grants.grant_id)", cutoff: |r| r.now - r.access_token_lifetime },
     Rule { table: "signin_failures", key: "tenant_id, kind, subject", condition: "last_attempt_at < $1", cutoff: |r| r.now - r.signin_window },
     Rule { table: "authorization_request_quotas", key: "tenant_id, address", condition: "window_started_at <= $1", cutoff: |r| r.now - r.request_quota_window },
+    Rule { table: "recovery_quotas", key: "tenant_id, kind, subject", condition: "window_started_at <= $1", cutoff: |r| r.now - r.recovery_quota_window },
     Rule { table: "audit_events", key: "seq", condition: "occurred_at < $1", cutoff: |r| r.now - r.audit_retention },
 ];
 

@@ -6,8 +6,8 @@
 use store::testing::TestDatabase;
 use store::{
     CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation,
-    Retention, Store, TenantId, TenantStore,
+    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RecoveryQuota,
+    RecoverySubject, RefreshRotation, Retention, Store, TenantId, TenantStore,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -48,6 +48,7 @@ fn retention(now: i64) -> Retention {
         access_token_lifetime: 3600,
         signin_window: 900,
         request_quota_window: 600,
+        recovery_quota_window: 3600,
         audit_retention: 50_000,
     }
 }
@@ -271,6 +272,19 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .take_authorization_request_quota("192.0.2.8", 10, PASS - 100, 600)
         .await
         .unwrap());
+    // Password-recovery quotas: a window that has ended, and one still counting.
+    for (subject, at) in [
+        (RecoverySubject::Address("192.0.2.7"), NOW),
+        (RecoverySubject::Account("u1"), PASS - 100),
+    ] {
+        assert_eq!(
+            tenant
+                .take_recovery_quota(subject, 3, at, 3600)
+                .await
+                .unwrap(),
+            RecoveryQuota::Taken
+        );
+    }
     // Audit events.
     audit(&tenant, "old", NOW).await;
     audit(&tenant, "recent", PASS - 10).await;
@@ -288,6 +302,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
             ("grants", 2),
             ("signin_failures", 1),
             ("authorization_request_quotas", 1),
+            ("recovery_quotas", 1),
             ("audit_events", 1),
         ]
     );
@@ -304,6 +319,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .await
         .unwrap()
         .is_some());
+    assert_eq!(count(db, "recovery_quotas").await, 1);
     // The expired link's row is gone, not only unusable.
     assert_eq!(count(db, "password_links").await, 1);
     assert_eq!(

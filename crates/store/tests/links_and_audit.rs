@@ -3,7 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
-use store::{AuditFilter, NewAuditEvent, NewUser, Store, TenantId};
+use store::{
+    AuditFilter, LinkPurpose, NewAuditEvent, NewUser, RecoveryQuota, RecoverySubject, SignedOut,
+    Store, TenantId,
+};
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
 macro_rules! on_both_backends {
@@ -28,6 +31,8 @@ macro_rules! on_both_backends {
 on_both_backends!(
     a_link_is_spent_once_replaced_by_the_next_and_dead_after_expiry,
     audit_events_list_newest_first_by_seq_with_filters,
+    a_recovery_link_replaces_an_invitation_and_its_use_ends_every_session,
+    recovery_quotas_count_each_subject_in_fixed_windows,
 );
 
 const NOW: i64 = 1_800_000_000;
@@ -110,8 +115,9 @@ async fn a_link_is_spent_once_replaced_by_the_next_and_dead_after_expiry(db: &Te
         tenant
             .redeem_password_link(b"second", "new-hash", NOW + 99)
             .await
-            .unwrap(),
-        Some("u1".to_owned())
+            .unwrap()
+            .map(|redeemed| (redeemed.user_id, redeemed.purpose)),
+        Some(("u1".to_owned(), LinkPurpose::Invitation))
     );
     assert_eq!(
         tenant.find_user("u1").await.unwrap().unwrap().password_hash,
@@ -206,5 +212,85 @@ async fn audit_events_list_newest_first_by_seq_with_filters(db: &TestDatabase) {
         .await
         .unwrap()
         .is_empty());
+    store.close().await;
+}
+
+async fn a_recovery_link_replaces_an_invitation_and_its_use_ends_every_session(db: &TestDatabase) {
+    let (store, t) = seeded(db).await;
+    let tenant = store.tenant(&t);
+    for (hash, sid) in [(&b"session-1"[..], "sid-1"), (&b"session-2"[..], "sid-2")] {
+        tenant
+            .create_browser_session(hash, sid, "u1", NOW, NOW + 3600, NOW)
+            .await
+            .unwrap();
+    }
+    tenant
+        .create_password_link("u1", b"invitation", NOW, NOW + 86_400)
+        .await
+        .unwrap();
+    tenant
+        .create_recovery_link("u1", b"recovery", NOW + 1, NOW + 3600)
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant
+            .find_password_link(b"invitation", NOW + 2)
+            .await
+            .unwrap(),
+        None
+    );
+    let redeemed = tenant
+        .redeem_password_link(b"recovery", "new-hash", NOW + 2)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(redeemed.user_id, "u1");
+    assert_eq!(redeemed.purpose, LinkPurpose::Recovery);
+    assert_eq!(
+        redeemed.signed_out,
+        SignedOut {
+            sessions: 2,
+            grants: 0
+        }
+    );
+    assert_eq!(
+        tenant
+            .find_browser_session(b"session-1", NOW + 3)
+            .await
+            .unwrap(),
+        None
+    );
+    store.close().await;
+}
+
+async fn recovery_quotas_count_each_subject_in_fixed_windows(db: &TestDatabase) {
+    let (store, t) = seeded(db).await;
+    let tenant = store.tenant(&t);
+    let take = |subject, now| tenant.take_recovery_quota(subject, 2, now, 3600);
+    let alice = RecoverySubject::Account("u1");
+    let home = RecoverySubject::Address("192.0.2.1");
+    assert_eq!(take(alice, NOW).await.unwrap(), RecoveryQuota::Taken);
+    assert_eq!(take(alice, NOW + 1).await.unwrap(), RecoveryQuota::Taken);
+    // The first refusal of the window is told apart from the later ones.
+    assert_eq!(
+        take(alice, NOW + 2).await.unwrap(),
+        RecoveryQuota::Refused { first: true }
+    );
+    assert_eq!(
+        take(alice, NOW + 3).await.unwrap(),
+        RecoveryQuota::Refused { first: false }
+    );
+    // Each subject, and each kind, has its own count.
+    assert_eq!(take(home, NOW + 3).await.unwrap(), RecoveryQuota::Taken);
+    assert_eq!(
+        take(RecoverySubject::Address("u1"), NOW + 3).await.unwrap(),
+        RecoveryQuota::Taken
+    );
+    // The window is fixed: it ends an hour after its first request, refusals or not.
+    assert_eq!(
+        take(alice, NOW + 3599).await.unwrap(),
+        RecoveryQuota::Refused { first: false }
+    );
+    assert_eq!(take(alice, NOW + 3600).await.unwrap(), RecoveryQuota::Taken);
     store.close().await;
 }

@@ -120,6 +120,7 @@ async fn seeding_twice_keeps_one_set_of_records_and_renews_credentials(db: TestD
         audit_retention: 365 * 86_400,
         key_encryption: Default::default(),
         backchannel: Default::default(),
+        mail: None,
     };
     let text = demo::walkthrough(&config, &second, "http://127.0.0.1:8400", &random).unwrap();
     // The demo app comes first; the curl walkthrough follows.

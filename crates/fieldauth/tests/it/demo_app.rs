@@ -59,6 +59,7 @@ impl Demo {
             audit_retention: 365 * 86_400,
             key_encryption: Default::default(),
             backchannel: Default::default(),
+            mail: None,
         };
         let listeners = DemoListeners {
             server: Listeners {

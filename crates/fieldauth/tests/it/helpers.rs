@@ -134,6 +134,7 @@ impl TestApp {
             audit_retention: 365 * 86_400,
             key_encryption: Default::default(),
             backchannel: Default::default(),
+            mail: None,
         };
         configure(&mut config);
         let store = Store::connect(&db.url).await.unwrap();

@@ -37,6 +37,7 @@ mod metrics;
 mod node_support;
 mod nodes;
 mod password_policy;
+mod recovery;
 mod refresh;
 mod revoke;
 mod shards;

@@ -136,6 +136,7 @@ pub async fn start_authorization(
                 csrf: &csrf,
                 username: request.login_hint.as_deref().unwrap_or_default(),
                 message: None,
+                recover_url: crate::recovery::link_for(state, request.target.tenant.as_str()),
             },
             axum::http::StatusCode::OK,
             pages::FormTarget::SelfOnly,
