@@ -1,6 +1,7 @@
 //! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
 //! modules) authorization, token, userinfo and revocation.
 
+mod account;
 mod account_password;
 pub mod authorize;
 mod bearer;
@@ -64,6 +65,12 @@ pub fn timed_out(path: &str) -> Response {
         paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
             pages::PageError(OAuthError::TimedOut).into_response()
         }
+        paths::ACCOUNT
+        | paths::ACCOUNT_REMOVE_ACCESS
+        | paths::ACCOUNT_CHANGE_PASSWORD
+        | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
+            pages::PageError(OAuthError::TimedOut).into_response()
+        }
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -76,6 +83,12 @@ async fn limit_query(request: Request, next: Next) -> Response {
     match (request.uri().query(), request.uri().path()) {
         (Some(query), path) if !params::query_within_limits(query) => match path {
             paths::AUTHORIZE | paths::SIGNIN | paths::ACCOUNT_PASSWORD => {
+                pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
+            }
+            paths::ACCOUNT
+            | paths::ACCOUNT_REMOVE_ACCESS
+            | paths::ACCOUNT_CHANGE_PASSWORD
+            | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -101,6 +114,19 @@ pub fn router(state: OAuthState) -> Router {
         .route(
             paths::ACCOUNT_PASSWORD,
             get(account_password::get_password_page).post(account_password::post_password),
+        )
+        .route(paths::ACCOUNT, get(account::get_account))
+        .route(
+            paths::ACCOUNT_REMOVE_ACCESS,
+            post(account::post_remove_access),
+        )
+        .route(
+            paths::ACCOUNT_CHANGE_PASSWORD,
+            post(account::post_change_password),
+        )
+        .route(
+            paths::ACCOUNT_SIGN_OUT_EVERYWHERE,
+            post(account::post_sign_out_everywhere),
         )
         .route(paths::TOKEN, post(token::post_token))
         .route(

@@ -13,3 +13,8 @@ pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";
 /// Where a user sets a password from a password link (an invitation). Not in discovery: it
 /// belongs to the account pages, not to OAuth.
 pub const ACCOUNT_PASSWORD: &str = "/account/password";
+/// The user's own account page (`?tenant=T`) and its forms. Not in discovery.
+pub const ACCOUNT: &str = "/account";
+pub const ACCOUNT_REMOVE_ACCESS: &str = "/account/remove-access";
+pub const ACCOUNT_CHANGE_PASSWORD: &str = "/account/change-password";
+pub const ACCOUNT_SIGN_OUT_EVERYWHERE: &str = "/account/sign-out-everywhere";
