@@ -76,7 +76,7 @@ impl Notice {
 }
 
 /// The signed-in user of a request, and the session it came with.
-pub(crate) struct Visitor {
+struct Visitor {
     tenant: TenantId,
     /// The cookie's value: the session, and the key the page's CSRF token is derived from.
     cookie_value: String,
