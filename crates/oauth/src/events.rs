@@ -24,6 +24,7 @@ pub struct Metrics {
     backchannel: Family<BackchannelLabels, Counter>,
     recovery_requests: Family<RecoveryLabels, Counter>,
     recovery_mails: Family<RecoveryLabels, Counter>,
+    account: Family<AccountLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -122,6 +123,11 @@ impl RecoveryOutcome {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AccountLabels {
+    action: &'static str,
+}
+
 /// Why a grant (a token family) ended early.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // the label values, as Prometheus shows them
@@ -168,6 +174,12 @@ impl Metrics {
             "fieldauth_consents",
             "Consent decisions",
             self.consents.clone(),
+        );
+        registry.register(
+            "fieldauth_account_actions",
+            "Account page actions: access_removed, signed_out_everywhere, password_changed, \
+             password_check_failed (wrong current password), password_check_refused (throttled)",
+            self.account.clone(),
         );
         registry.register(
             "fieldauth_recovery_requests",
@@ -224,12 +236,13 @@ impl Metrics {
 pub(crate) enum Event<'a> {
     SignedIn {
         user_id: &'a str,
-        client_id: &'a str,
+        /// The application signed in to; `None` on the account page.
+        client_id: Option<&'a str>,
         address: &'a str,
     },
     SignInFailed {
         username: &'a str,
-        client_id: &'a str,
+        client_id: Option<&'a str>,
         address: &'a str,
         /// Why, for the trail only: "wrong username or password", "account disabled"…
         why: &'a str,
@@ -239,7 +252,7 @@ pub(crate) enum Event<'a> {
     /// Refused without checking the password: the account or the address is locked.
     SignInRefused {
         username: &'a str,
-        client_id: &'a str,
+        client_id: Option<&'a str>,
         address: &'a str,
         /// Written to the audit trail: the first refusal since the last failure. Later
         /// ones are only counted, so a locked caller cannot make the server write rows.
@@ -297,6 +310,44 @@ pub(crate) enum Event<'a> {
         client_id: &'a str,
         why: &'a str,
     },
+    /// A user removed an app's access on the account page: its grant is revoked.
+    AccessRemoved {
+        user_id: &'a str,
+        client_id: &'a str,
+        grant_id: &'a str,
+        address: &'a str,
+    },
+    /// A user signed out everywhere on the account page.
+    SignedOutEverywhere {
+        user_id: &'a str,
+        address: &'a str,
+        sessions: u64,
+        grants: u64,
+    },
+    /// A user changed their password on the account page; their other sessions ended and
+    /// their grants were revoked.
+    PasswordChanged {
+        user_id: &'a str,
+        address: &'a str,
+        sessions: u64,
+        grants: u64,
+    },
+    /// The current password given on the account page was wrong.
+    PasswordCheckFailed {
+        user_id: &'a str,
+        address: &'a str,
+        /// Why, for the trail only.
+        why: &'a str,
+        /// This failure locked the account or the address.
+        locked: bool,
+    },
+    /// The current password was not checked: the account or the address is locked. Audited
+    /// like `SignInRefused`: the first refusal since the last failure only.
+    PasswordCheckRefused {
+        user_id: &'a str,
+        address: &'a str,
+        audited: bool,
+    },
 }
 
 impl OAuthState {
@@ -318,6 +369,7 @@ impl OAuthState {
                     outcome: RecoveryOutcome::Throttled { audited: false },
                     ..
                 }
+                | Event::PasswordCheckRefused { audited: false, .. }
         );
         let mut detail = String::new();
         let row = match event {
@@ -327,13 +379,10 @@ impl OAuthState {
                 address,
             } => {
                 metrics.signins.get_or_create(&signin("succeeded")).inc();
-                audit(
-                    "signin.succeeded",
-                    now,
-                    Some(user_id),
+                NewAuditEvent {
                     client_id,
-                    Some(address),
-                )
+                    ..audit("signin.succeeded", now, Some(user_id), "", Some(address))
+                }
             }
             Event::SignInFailed {
                 username,
@@ -348,13 +397,10 @@ impl OAuthState {
                     metrics.locks.inc();
                     detail.push_str("; now locked");
                 }
-                audit(
-                    "signin.failed",
-                    now,
-                    Some(username),
+                NewAuditEvent {
                     client_id,
-                    Some(address),
-                )
+                    ..audit("signin.failed", now, Some(username), "", Some(address))
+                }
             }
             Event::SignInRefused {
                 username,
@@ -364,13 +410,10 @@ impl OAuthState {
             } => {
                 metrics.signins.get_or_create(&signin("refused")).inc();
                 detail.push_str("locked: the password was not checked");
-                audit(
-                    "signin.refused",
-                    now,
-                    Some(username),
+                NewAuditEvent {
                     client_id,
-                    Some(address),
-                )
+                    ..audit("signin.refused", now, Some(username), "", Some(address))
+                }
             }
             Event::ConsentGiven {
                 user_id,
@@ -464,6 +507,80 @@ impl OAuthState {
                 detail.push_str(outcome.detail());
                 account_event("account.recovery_requested", now, subject, address)
             }
+            Event::AccessRemoved {
+                user_id,
+                client_id,
+                grant_id,
+                address,
+            } => {
+                metrics
+                    .account
+                    .get_or_create(&account("access_removed"))
+                    .inc();
+                detail = format!("grant {grant_id}");
+                audit(
+                    "account.access_removed",
+                    now,
+                    Some(user_id),
+                    client_id,
+                    Some(address),
+                )
+            }
+            Event::SignedOutEverywhere {
+                user_id,
+                address,
+                sessions,
+                grants,
+            } => {
+                metrics
+                    .account
+                    .get_or_create(&account("signed_out_everywhere"))
+                    .inc();
+                detail = format!("{sessions} session(s) ended, {grants} grant(s) revoked");
+                account_event("account.signed_out_everywhere", now, user_id, address)
+            }
+            Event::PasswordChanged {
+                user_id,
+                address,
+                sessions,
+                grants,
+            } => {
+                metrics
+                    .account
+                    .get_or_create(&account("password_changed"))
+                    .inc();
+                detail = format!("{sessions} other session(s) ended, {grants} grant(s) revoked");
+                account_event("account.password_changed", now, user_id, address)
+            }
+            Event::PasswordCheckFailed {
+                user_id,
+                address,
+                why,
+                locked,
+            } => {
+                metrics
+                    .account
+                    .get_or_create(&account("password_check_failed"))
+                    .inc();
+                detail.push_str(why);
+                if locked {
+                    metrics.locks.inc();
+                    detail.push_str("; now locked");
+                }
+                account_event("account.password_check_failed", now, user_id, address)
+            }
+            Event::PasswordCheckRefused {
+                user_id,
+                address,
+                audited: _,
+            } => {
+                metrics
+                    .account
+                    .get_or_create(&account("password_check_refused"))
+                    .inc();
+                detail.push_str("locked: the password was not checked");
+                account_event("account.password_check_refused", now, user_id, address)
+            }
         };
         if !audited {
             return;
@@ -514,6 +631,10 @@ fn ended(signed_out: SignedOut) -> String {
         "{} browser session(s) ended, {} grant(s) revoked",
         signed_out.sessions, signed_out.grants
     )
+}
+
+fn account(action: &'static str) -> AccountLabels {
+    AccountLabels { action }
 }
 
 fn signin(result: &'static str) -> SignInLabels {

@@ -1,6 +1,7 @@
 //! The OAuth 2.0 authorization server and OpenID provider: discovery, JWKS, and (in later
 //! modules) authorization, token, userinfo and revocation.
 
+mod account;
 mod account_password;
 pub mod authorize;
 mod bearer;
@@ -71,7 +72,13 @@ pub fn timed_out(path: &str) -> Response {
         | paths::SIGNIN
         | paths::ACCOUNT_PASSWORD
         | paths::LOGOUT
-        | paths::ACCOUNT_RECOVER => pages::PageError(OAuthError::TimedOut).into_response(),
+        | paths::ACCOUNT_RECOVER
+        | paths::ACCOUNT
+        | paths::ACCOUNT_REMOVE_ACCESS
+        | paths::ACCOUNT_CHANGE_PASSWORD
+        | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
+            pages::PageError(OAuthError::TimedOut).into_response()
+        }
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -88,6 +95,12 @@ async fn limit_query(request: Request, next: Next) -> Response {
             | paths::ACCOUNT_PASSWORD
             | paths::LOGOUT
             | paths::ACCOUNT_RECOVER => {
+                pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
+            }
+            paths::ACCOUNT
+            | paths::ACCOUNT_REMOVE_ACCESS
+            | paths::ACCOUNT_CHANGE_PASSWORD
+            | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -121,6 +134,19 @@ pub fn router(state: OAuthState) -> Router {
         .route(
             paths::ACCOUNT_RECOVER,
             get(recovery::get_recover_page).post(recovery::post_recover),
+        )
+        .route(paths::ACCOUNT, get(account::get_account))
+        .route(
+            paths::ACCOUNT_REMOVE_ACCESS,
+            post(account::post_remove_access),
+        )
+        .route(
+            paths::ACCOUNT_CHANGE_PASSWORD,
+            post(account::post_change_password),
+        )
+        .route(
+            paths::ACCOUNT_SIGN_OUT_EVERYWHERE,
+            post(account::post_sign_out_everywhere),
         )
         .route(paths::TOKEN, post(token::post_token))
         .route(

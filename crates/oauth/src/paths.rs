@@ -17,3 +17,8 @@ pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";
 pub const ACCOUNT_PASSWORD: &str = "/account/password";
 /// "Forgot your password?": where a user asks for a recovery link by mail. Not in discovery.
 pub const ACCOUNT_RECOVER: &str = "/account/recover";
+/// The user's own account page (`?tenant=T`) and its forms. Not in discovery.
+pub const ACCOUNT: &str = "/account";
+pub const ACCOUNT_REMOVE_ACCESS: &str = "/account/remove-access";
+pub const ACCOUNT_CHANGE_PASSWORD: &str = "/account/change-password";
+pub const ACCOUNT_SIGN_OUT_EVERYWHERE: &str = "/account/sign-out-everywhere";

@@ -1,32 +1,34 @@
-//! `POST /oauth/signin`: check the username and password for a pending authorization
-//! request, throttled per account and per client address, then start a browser session and
-//! show the consent screen.
+//! `POST /oauth/signin`: check the username and password, throttled per account and per
+//! client address, and start a browser session. One domain function, [`authenticate`], does
+//! that for two front ends: a pending authorization request (then the consent screen) and
+//! the account page (then the account page).
 
 use std::net::IpAddr;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::{FailureSubject, TenantStore};
+use store::TenantId;
 
+use crate::account;
 use crate::authorize::pending::{load_pending, Pending};
 use crate::client_address::ClientAddress;
 use crate::consent;
 use crate::error::OAuthError;
 use crate::events::Event;
 use crate::pages::{self, FormTarget, PageError, SignInPage};
-use crate::params::FormParams;
-use crate::password;
+use crate::params::{FormParams, Params};
 use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
-use crate::throttle::{self, Verdict};
+use crate::throttle::Verdict;
 use crate::username::Username;
-use attempt::Attempt;
+use check::{check_throttled, Checked};
 
 mod attempt;
+pub(crate) mod check;
 
 pub async fn post_signin(
     State(state): State<OAuthState>,
@@ -39,7 +41,17 @@ pub async fn post_signin(
         return Err(OAuthError::InvalidForm("a parameter is repeated").into());
     }
     let now = state.clock.now();
+    // The account page's form names no pending request: the same page, another front end.
+    if params.single("request").ok().flatten() == Some(account::SIGNIN_REQUEST) {
+        return Ok(account::post_account_signin(&state, &params, &headers, address, now).await?);
+    }
     let pending = load_pending(&state, &params, &headers, now).await?;
+    let (username, password) = credentials(&params);
+    Ok(sign_in(&state, &pending, &username, password, address, now).await?)
+}
+
+/// The typed username (kept in the form when it is shown again) and the password.
+pub(crate) fn credentials(params: &Params) -> (String, Option<SecretString>) {
     let username = params
         .single("username")
         .ok()
@@ -51,7 +63,7 @@ pub async fn post_signin(
         .ok()
         .flatten()
         .map(|p| SecretString::from(p.to_owned()));
-    Ok(sign_in(&state, &pending, &username, password, address, now).await?)
+    (username, password)
 }
 
 /// Either the consent screen for a new session, or the sign-in form again with why not.
@@ -63,87 +75,31 @@ pub async fn sign_in(
     address: IpAddr,
     now: UnixTime,
 ) -> Result<Response, OAuthError> {
+    let client_id = Some(pending.client.client_id.as_str());
+    let started = match authenticate(
+        state,
+        &pending.tenant,
+        client_id,
+        typed_username,
+        password,
+        address,
+        now,
+    )
+    .await?
+    {
+        SignIn::Started(started) => started,
+        SignIn::Refused { status, message } => {
+            return Ok(retry_page(state, pending, typed_username, status, &message))
+        }
+    };
     let tenant = state.store.tenant(&pending.tenant);
-    let refuse = |status, message| retry_page(state, pending, typed_username, status, message);
-    let (Ok(username), Some(password)) = (Username::parse(typed_username), password) else {
-        return Ok(refuse(StatusCode::OK, "Enter your username and password."));
-    };
-    let shown_address = address.to_string();
-    let address_key = throttle::address_key(address);
-    let address = shown_address.as_str();
-    let account = FailureSubject::Account(username.as_str());
-    let from_address = FailureSubject::Address(&address_key);
-    let policy = state.signin.throttle;
-    let attempt = match Attempt::reserve(&tenant, policy, account, from_address, now).await? {
-        Ok(attempt) => attempt,
-        Err(refused) => {
-            tracing::warn!(tenant = %pending.tenant, "sign-in refused by the throttle");
-            let event = Event::SignInRefused {
-                username: username.as_str(),
-                client_id: &pending.client.client_id,
-                address,
-                audited: refused.first,
-            };
-            state.record(&pending.tenant, event, now).await;
-            return Ok(refuse(StatusCode::TOO_MANY_REQUESTS, &refused.message));
-        }
-    };
-
-    let user = match check_password(state, &tenant, &username, password).await {
-        Ok(user) => user,
-        Err(error) => {
-            attempt.abandon().await;
-            return Err(error);
-        }
-    };
-    // Whatever the reason, the page says the same as for a wrong password: it must not tell
-    // a guesser which accounts exist or are disabled. The audit trail says why.
-    let user = match user {
-        Checked::Valid(user) => user,
-        Checked::Refused(why) => {
-            let locked = attempt.failed().await?;
-            tracing::warn!(tenant = %pending.tenant, client_id = %pending.client.client_id, "sign-in failed");
-            let message = match locked {
-                Verdict::Locked(_) => format!(
-                    "Incorrect username or password. {}",
-                    throttle_message(locked).unwrap_or_default()
-                ),
-                _ => "Incorrect username or password.".to_owned(),
-            };
-            let event = Event::SignInFailed {
-                username: username.as_str(),
-                client_id: &pending.client.client_id,
-                address,
-                why,
-                locked: matches!(locked, Verdict::Locked(_)),
-            };
-            state.record(&pending.tenant, event, now).await;
-            return Ok(refuse(StatusCode::OK, &message));
-        }
-    };
-    attempt.succeeded().await?;
-
-    let session_value = state.random.token()?;
-    let session_hash = hash_secret(&session_value);
-    // The session's public name in ID and logout tokens, unrelated to the cookie's value.
-    let sid = state.random.token()?;
-    tenant
-        .create_browser_session(
-            &session_hash,
-            &sid,
-            &user.user_id,
-            now,
-            now + session::SESSION_LIFETIME,
-            now,
-        )
-        .await?;
     let old_hash = hash_secret(&pending.browser_value);
     if !tenant
         .record_signin(
             &pending.request_hash,
             &old_hash,
-            &session_hash,
-            &user.user_id,
+            &started.hash,
+            &started.user.user_id,
             now,
             now,
         )
@@ -155,24 +111,11 @@ pub async fn sign_in(
     }
     // A session that was there before (prompt=login) is replaced, never resumed.
     tenant.delete_browser_session(&old_hash, now).await?;
-    tracing::info!(tenant = %pending.tenant, client_id = %pending.client.client_id, sub = %user.user_id, "signed in");
-    let event = Event::SignedIn {
-        user_id: &user.user_id,
-        client_id: &pending.client.client_id,
-        address,
-    };
-    state.record(&pending.tenant, event, now).await;
-
-    let https = state.config.issuer.is_https();
-    let cookie = session::set_cookie(
-        &session::cookie_name(&pending.tenant, https),
-        &session_value,
-        https,
-    )?;
+    let cookie = started.cookie(state, &pending.tenant)?;
     let mut response = consent::render_consent(
         &tenant,
         &pending.client,
-        &user.user_id,
+        &started.user.user_id,
         &pending.request.scope,
         &pending.request.redirect_uri,
         &pending.handle,
@@ -183,45 +126,120 @@ pub async fn sign_in(
     Ok(response)
 }
 
-/// What checking a username and password found.
-enum Checked {
-    Valid(store::User),
-    /// Why not, for the audit trail only.
-    Refused(&'static str),
+/// What a sign-in came to.
+pub(crate) enum SignIn {
+    /// A new session; the caller sets its cookie and ends the one the browser had.
+    Started(StartedSession),
+    /// No session: the form again, with this status and message.
+    Refused { status: StatusCode, message: String },
 }
 
-/// The user whose password this is, or why sign-in is refused. Every refusal costs one
-/// Argon2id verification, as a success does: an unknown user, a disabled one and one without
-/// a usable password are checked against the dummy hash, so timing tells them apart from a
-/// wrong password no more than the page does.
-async fn check_password(
+/// A browser session just started: its cookie value (only ever in the cookie) and hash.
+pub(crate) struct StartedSession {
+    pub user: store::User,
+    value: String,
+    pub hash: [u8; 32],
+}
+
+impl StartedSession {
+    /// The `Set-Cookie` that hands the session to the browser.
+    pub(crate) fn cookie(
+        &self,
+        state: &OAuthState,
+        tenant: &TenantId,
+    ) -> Result<HeaderValue, OAuthError> {
+        let https = state.config.issuer.is_https();
+        session::set_cookie(&session::cookie_name(tenant, https), &self.value, https)
+    }
+}
+
+/// Checks the username and password under the throttle and, when they are right, starts a
+/// browser session of that user in `tenant`. `client_id` names the application the sign-in
+/// is for in the audit trail (none for the account page). Every refusal says the same as a
+/// wrong password; the audit trail says why.
+pub(crate) async fn authenticate(
     state: &OAuthState,
-    tenant: &TenantStore<'_>,
-    username: &Username,
-    password: SecretString,
-) -> Result<Checked, OAuthError> {
-    let found = tenant
-        .find_admin_user_by_username(username.as_str())
+    tenant_id: &TenantId,
+    client_id: Option<&str>,
+    typed_username: &str,
+    password: Option<SecretString>,
+    address: IpAddr,
+    now: UnixTime,
+) -> Result<SignIn, OAuthError> {
+    let refuse = |status, message: &str| {
+        Ok(SignIn::Refused {
+            status,
+            message: message.to_owned(),
+        })
+    };
+    let (Ok(username), Some(password)) = (Username::parse(typed_username), password) else {
+        return refuse(StatusCode::OK, "Enter your username and password.");
+    };
+    let tenant = state.store.tenant(tenant_id);
+    let shown_address = address.to_string();
+    let address_text = shown_address.as_str();
+    let user = match check_throttled(state, &tenant, &username, password, address, now).await? {
+        Checked::Valid(user) => user,
+        Checked::Refused { message, first } => {
+            tracing::warn!(tenant = %tenant_id, "sign-in refused by the throttle");
+            let event = Event::SignInRefused {
+                username: username.as_str(),
+                client_id,
+                address: address_text,
+                audited: first,
+            };
+            state.record(tenant_id, event, now).await;
+            return refuse(StatusCode::TOO_MANY_REQUESTS, &message);
+        }
+        // Whatever the reason, the page says the same as for a wrong password: it must not
+        // tell a guesser which accounts exist or are disabled. The audit trail says why.
+        Checked::Wrong { why, verdict } => {
+            tracing::warn!(tenant = %tenant_id, client_id = client_id.unwrap_or_default(), "sign-in failed");
+            let locked = matches!(verdict, Verdict::Locked(_));
+            let message = match locked {
+                true => format!(
+                    "Incorrect username or password. {}",
+                    throttle_message(verdict).unwrap_or_default()
+                ),
+                false => "Incorrect username or password.".to_owned(),
+            };
+            let event = Event::SignInFailed {
+                username: username.as_str(),
+                client_id,
+                address: address_text,
+                why,
+                locked,
+            };
+            state.record(tenant_id, event, now).await;
+            return refuse(StatusCode::OK, &message);
+        }
+    };
+
+    let value = state.random.token()?;
+    let hash = hash_secret(&value);
+    // The session's public name in ID and logout tokens, unrelated to the cookie's value.
+    let sid = state.random.token()?;
+    tenant
+        .create_browser_session(
+            &hash,
+            &sid,
+            &user.user_id,
+            now,
+            now + session::SESSION_LIFETIME,
+            now,
+        )
         .await?;
-    let refusal = match &found {
-        None => Some("wrong username or password"),
-        Some(user) if user.disabled_at.is_some() => Some("account disabled"),
-        Some(user) if !password::is_usable(&user.user.password_hash) => Some("no password set"),
-        Some(_) => None,
+    tracing::info!(tenant = %tenant_id, client_id = client_id.unwrap_or_default(), sub = %user.user_id, "signed in");
+    let event = Event::SignedIn {
+        user_id: &user.user_id,
+        client_id,
+        address: address_text,
     };
-    let hash = match (&found, refusal) {
-        (Some(user), None) => user.user.password_hash.clone(),
-        _ => state.signin.dummy_hash.to_string(),
-    };
-    let matches = verify_bounded(state, password, hash).await?;
-    Ok(match (found, refusal) {
-        (_, Some(why)) => Checked::Refused(why),
-        (Some(user), None) if matches => Checked::Valid(user.user),
-        _ => Checked::Refused("wrong username or password"),
-    })
+    state.record(tenant_id, event, now).await;
+    Ok(SignIn::Started(StartedSession { user, value, hash }))
 }
 
-fn throttle_message(verdict: Verdict) -> Option<String> {
+pub(crate) fn throttle_message(verdict: Verdict) -> Option<String> {
     match verdict {
         Verdict::Allowed => None,
         Verdict::Wait(seconds) => Some(format!(
@@ -254,25 +272,4 @@ fn retry_page(
         status,
         FormTarget::SelfOnly,
     )
-}
-
-/// Argon2id on a blocking thread, with at most as many at once as the server allows, so a
-/// burst of sign-ins queues instead of exhausting memory and cores.
-async fn verify_bounded(
-    state: &OAuthState,
-    password: SecretString,
-    hash: String,
-) -> Result<bool, OAuthError> {
-    let _permit = state
-        .signin
-        .password_permits
-        .acquire()
-        .await
-        .map_err(|_| OAuthError::Blocking)?;
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        span.in_scope(|| password::verify_password(&password, &hash))
-    })
-    .await
-    .map_err(|_| OAuthError::Blocking)?
 }

@@ -1,6 +1,7 @@
 //! Persistence for fieldauth: the records of every tenant and the global signing keys, on
 //! SQLite (embedded default) or PostgreSQL, behind one API whose queries are written once.
 
+mod account;
 mod admin_tokens;
 mod audit;
 mod audit_listing;
@@ -37,6 +38,7 @@ pub mod testing;
 mod users;
 mod users_admin;
 
+pub use account::{AccountGrant, ACCOUNT_GRANTS_LIMIT, REVOKED_BY_USER};
 pub use admin_tokens::AdminToken;
 pub use audit::{AuditEvent, KeyEvent, NewAuditEvent};
 pub use audit_listing::AuditFilter;

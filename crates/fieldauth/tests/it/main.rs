@@ -4,6 +4,8 @@
 
 mod helpers;
 
+mod account;
+mod account_browser;
 mod admin_api;
 mod admin_tokens;
 mod api;
