@@ -20,7 +20,6 @@ use crate::error::OAuthError;
 use crate::events::Event;
 use crate::pages::{self, ErrorPage, FormTarget, PageError};
 use crate::params::{FormParams, Params};
-use crate::password;
 use crate::password_policy;
 use crate::secret::hash_secret;
 use crate::state::OAuthState;
@@ -184,7 +183,7 @@ async fn set_password(
     address: &str,
     now: UnixTime,
 ) -> Result<bool, OAuthError> {
-    let hash = hash_bounded(state, new).await?;
+    let hash = crate::signin::check::hash_bounded(state, new).await?;
     let Some(redeemed) = state
         .store
         .tenant(&link.tenant)
@@ -216,17 +215,6 @@ async fn set_password(
     };
     state.record(&link.tenant, event, now).await;
     Ok(true)
-}
-
-/// Argon2id with at most as many at once as sign-in allows (each holds 19 MiB and a core).
-async fn hash_bounded(state: &OAuthState, new: SecretString) -> Result<String, OAuthError> {
-    let _permit = state
-        .signin
-        .password_permits
-        .acquire()
-        .await
-        .map_err(|_| OAuthError::Blocking)?;
-    password::hash_password(new, state.random.as_ref()).await
 }
 
 /// One answer for every link that cannot be used, whatever the reason.
