@@ -18,6 +18,7 @@ mod jwks;
 mod keys;
 pub mod logout;
 mod mail;
+pub mod mfa;
 mod pages;
 mod params;
 pub mod password;

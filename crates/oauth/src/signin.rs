@@ -92,6 +92,18 @@ pub async fn sign_in(
             return Ok(retry_page(state, pending, typed_username, status, &message))
         }
     };
+    finish_for_request(state, pending, started, now).await
+}
+
+/// The rest of a sign-in for a pending authorization request, whatever proved who the user
+/// is (a password, a passkey): the request now belongs to the new session, the browser's
+/// old session ends, and the consent screen is shown with the new session's cookie.
+pub(crate) async fn finish_for_request(
+    state: &OAuthState,
+    pending: &Pending,
+    started: StartedSession,
+    now: UnixTime,
+) -> Result<Response, OAuthError> {
     let tenant = state.store.tenant(&pending.tenant);
     let old_hash = hash_secret(&pending.browser_value);
     if !tenant
@@ -215,28 +227,63 @@ pub(crate) async fn authenticate(
         }
     };
 
+    let how = SessionStart {
+        amr: "pwd",
+        factor_due: None,
+        mfa_at: None,
+    };
+    let started = start_session(state, tenant_id, user, how, client_id, address, now).await?;
+    Ok(SignIn::Started(started))
+}
+
+/// How a session begins: the `amr` proved so far, whether a second factor is still owed,
+/// and when one was proved (a passkey sign-in proves it at once).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionStart<'a> {
+    pub amr: &'a str,
+    pub factor_due: Option<store::FactorDue>,
+    pub mfa_at: Option<UnixTime>,
+}
+
+/// Starts a browser session of `user`, who has just proved who they are, and audits it.
+/// The caller hands its cookie to the browser and ends the session the browser had.
+pub(crate) async fn start_session(
+    state: &OAuthState,
+    tenant_id: &TenantId,
+    user: store::User,
+    how: SessionStart<'_>,
+    client_id: Option<&str>,
+    address: IpAddr,
+    now: UnixTime,
+) -> Result<StartedSession, OAuthError> {
     let value = state.random.token()?;
     let hash = hash_secret(&value);
     // The session's public name in ID and logout tokens, unrelated to the cookie's value.
     let sid = state.random.token()?;
-    tenant
-        .create_browser_session(
-            &hash,
-            &sid,
-            &user.user_id,
-            now,
-            now + session::SESSION_LIFETIME,
-            now,
-        )
+    let new = store::NewBrowserSession {
+        session_hash: &hash,
+        sid: &sid,
+        user_id: &user.user_id,
+        amr: how.amr,
+        factor_due: how.factor_due,
+        mfa_at: how.mfa_at,
+        auth_time: now,
+        expires_at: now + session::SESSION_LIFETIME,
+    };
+    state
+        .store
+        .tenant(tenant_id)
+        .create_browser_session(&new, now)
         .await?;
     tracing::info!(tenant = %tenant_id, client_id = client_id.unwrap_or_default(), sub = %user.user_id, "signed in");
+    let address_text = address.to_string();
     let event = Event::SignedIn {
         user_id: &user.user_id,
         client_id,
-        address: address_text,
+        address: &address_text,
     };
     state.record(tenant_id, event, now).await;
-    Ok(SignIn::Started(StartedSession { user, value, hash }))
+    Ok(StartedSession { user, value, hash })
 }
 
 pub(crate) fn throttle_message(verdict: Verdict) -> Option<String> {

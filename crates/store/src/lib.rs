@@ -45,7 +45,7 @@ pub use audit_listing::AuditFilter;
 pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use backchannel_logouts::BackchannelLogout;
 pub use backup::backup_sqlite;
-pub use browser_sessions::BrowserSession;
+pub use browser_sessions::{BrowserSession, FactorDue, NewBrowserSession};
 pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS};
 pub use clients::{Client, ClientLogout, ClientOrigins, ClientType, NewClient, PreviousSecret};
 pub use clients_admin::{ClientChanges, ManagedClient, CLIENT_DISABLED};

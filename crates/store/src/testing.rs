@@ -134,3 +134,23 @@ mod tests {
         );
     }
 }
+
+/// A signed-in session by password alone, as most tests need one.
+pub fn password_session<'a>(
+    session_hash: &'a [u8],
+    sid: &'a str,
+    user_id: &'a str,
+    auth_time: i64,
+    expires_at: i64,
+) -> crate::NewBrowserSession<'a> {
+    crate::NewBrowserSession {
+        session_hash,
+        sid,
+        user_id,
+        amr: "pwd",
+        factor_due: None,
+        mfa_at: None,
+        auth_time,
+        expires_at,
+    }
+}

@@ -196,11 +196,17 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .unwrap();
     // Browser sessions.
     tenant
-        .create_browser_session(b"ses-old", "sid-1", "u1", NOW, NOW + 43_200, NOW)
+        .create_browser_session(
+            &store::testing::password_session(b"ses-old", "sid-1", "u1", NOW, NOW + 43_200),
+            NOW,
+        )
         .await
         .unwrap();
     tenant
-        .create_browser_session(b"ses-live", "sid-2", "u1", PASS - 10, PASS + 100, PASS - 10)
+        .create_browser_session(
+            &store::testing::password_session(b"ses-live", "sid-2", "u1", PASS - 10, PASS + 100),
+            PASS - 10,
+        )
         .await
         .unwrap();
     // Password links, one per user: u1's expired, u2's still live.
@@ -562,7 +568,10 @@ async fn measure_sqlite_bytes_per_row() {
         let hash = format!("s{i:031}");
         let sid = format!("sid{i:019}");
         tenant
-            .create_browser_session(hash.as_bytes(), &sid, "u1", NOW, NOW + 43_200, NOW)
+            .create_browser_session(
+                &store::testing::password_session(hash.as_bytes(), &sid, "u1", NOW, NOW + 43_200),
+                NOW,
+            )
             .await
             .unwrap();
     }

@@ -220,7 +220,10 @@ async fn a_recovery_link_replaces_an_invitation_and_its_use_ends_every_session(d
     let tenant = store.tenant(&t);
     for (hash, sid) in [(&b"session-1"[..], "sid-1"), (&b"session-2"[..], "sid-2")] {
         tenant
-            .create_browser_session(hash, sid, "u1", NOW, NOW + 3600, NOW)
+            .create_browser_session(
+                &store::testing::password_session(hash, sid, "u1", NOW, NOW + 3600),
+                NOW,
+            )
             .await
             .unwrap();
     }

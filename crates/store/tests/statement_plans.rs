@@ -341,7 +341,10 @@ async fn sign_in(tenant: &TenantStore<'_>) {
         .await
         .unwrap());
     tenant
-        .create_browser_session(b"session", "sid-1", "u1", NOW, NOW + 3600, NOW)
+        .create_browser_session(
+            &store::testing::password_session(b"session", "sid-1", "u1", NOW, NOW + 3600),
+            NOW,
+        )
         .await
         .unwrap();
     tenant

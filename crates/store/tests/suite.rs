@@ -724,7 +724,10 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
     let t = with_client_and_user(&store, "acme").await;
     let tenant = store.tenant(&t);
     tenant
-        .create_browser_session(b"s-1", "sid-1", "u1", NOW, NOW + 100, NOW)
+        .create_browser_session(
+            &store::testing::password_session(b"s-1", "sid-1", "u1", NOW, NOW + 100),
+            NOW,
+        )
         .await
         .unwrap();
     let session = tenant
@@ -759,7 +762,10 @@ async fn browser_sessions_expire_and_stay_in_their_tenant(store: Store) {
         None
     );
     let ghost_user = tenant
-        .create_browser_session(b"s-2", "sid-2", "u9", NOW, NOW + 100, NOW)
+        .create_browser_session(
+            &store::testing::password_session(b"s-2", "sid-2", "u9", NOW, NOW + 100),
+            NOW,
+        )
         .await;
     assert!(
         matches!(ghost_user, Err(StoreError::NotFound(Entity::User))),

@@ -28,7 +28,7 @@ mod password;
 mod signin;
 
 pub use password::post_change_password;
-pub(crate) use signin::{post_account_signin, SIGNIN_REQUEST};
+pub(crate) use signin::{finish_account_signin, post_account_signin, SIGNIN_REQUEST};
 
 /// A confirmation after a successful action. The query names one by a fixed code, so a link
 /// cannot put words of its own on the page.

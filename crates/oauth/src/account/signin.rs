@@ -17,7 +17,7 @@ use crate::pages::{self, FormTarget, SignInPage};
 use crate::params::Params;
 use crate::secret::hash_secret;
 use crate::session;
-use crate::signin::{authenticate, credentials, SignIn};
+use crate::signin::{authenticate, credentials, SignIn, StartedSession};
 use crate::state::OAuthState;
 
 /// The sign-in form's `request` for the account page. An authorization request's handle is
@@ -121,16 +121,30 @@ pub(crate) async fn post_account_signin(
                 ));
             }
         };
+    finish_account_signin(state, &tenant, cookie, started, now).await
+}
+
+/// The rest of an account sign-in, whatever proved who the user is (a password, a passkey):
+/// the new session's cookie and a 303 to the account page.
+pub(crate) async fn finish_account_signin(
+    state: &OAuthState,
+    tenant: &TenantId,
+    cookie: Option<&str>,
+    started: StartedSession,
+    now: UnixTime,
+) -> Result<Response, OAuthError> {
     // Session fixation: the value the browser had never becomes the session, and whatever
     // session it named ends.
     if let Some(old) = cookie {
-        records
+        state
+            .store
+            .tenant(tenant)
             .delete_browser_session(&hash_secret(old), now)
             .await?;
     }
-    let mut response = see_other(&tenant, None);
+    let mut response = see_other(tenant, None);
     response
         .headers_mut()
-        .append(header::SET_COOKIE, started.cookie(state, &tenant)?);
+        .append(header::SET_COOKIE, started.cookie(state, tenant)?);
     Ok(response)
 }

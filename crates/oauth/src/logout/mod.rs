@@ -240,6 +240,9 @@ mod tests {
             auth_time: 0,
             created_at: 0,
             expires_at: 100,
+            amr: "pwd".to_owned(),
+            mfa_at: None,
+            factor_due: None,
         }
     }
 

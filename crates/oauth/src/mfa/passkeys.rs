@@ -1,0 +1,1 @@
+//! (filled by the passkeys work of issue 24)

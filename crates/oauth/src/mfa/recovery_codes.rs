@@ -1,0 +1,1 @@
+//! (filled by the recovery_codes work of issue 24)

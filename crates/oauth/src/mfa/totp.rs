@@ -1,0 +1,1 @@
+//! (filled by the totp work of issue 24)
