@@ -1,8 +1,8 @@
 //! Tenants: created and deleted only by an admin token of every tenant; read and changed
-//! (name, password policy) by their own tenant's tokens too.
+//! (name, password policy, second-factor policy) by their own tenant's tokens too.
 
 use serde::{Deserialize, Serialize};
-use store::{Revision, Tenant, TenantId};
+use store::{MfaPolicy, Revision, Tenant, TenantId, TenantUpdate};
 use utoipa::ToSchema;
 
 use crate::audit::{self, Change};
@@ -25,6 +25,38 @@ pub struct TenantView {
     /// §5.1.1.2): 8 to 64, 10 unless changed.
     #[schema(minimum = 8, maximum = 64)]
     pub password_min_length: i64,
+    pub mfa_policy: MfaPolicyView,
+}
+
+/// The tenant's second-factor policy: `off` (none offered or asked), `optional` (users may
+/// enroll one, and are then always asked for it; the default), `required` (a user without
+/// one enrolls one right after the password, before any consent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MfaPolicyView {
+    Off,
+    Optional,
+    Required,
+}
+
+impl From<MfaPolicy> for MfaPolicyView {
+    fn from(policy: MfaPolicy) -> MfaPolicyView {
+        match policy {
+            MfaPolicy::Off => MfaPolicyView::Off,
+            MfaPolicy::Optional => MfaPolicyView::Optional,
+            MfaPolicy::Required => MfaPolicyView::Required,
+        }
+    }
+}
+
+impl From<MfaPolicyView> for MfaPolicy {
+    fn from(policy: MfaPolicyView) -> MfaPolicy {
+        match policy {
+            MfaPolicyView::Off => MfaPolicy::Off,
+            MfaPolicyView::Optional => MfaPolicy::Optional,
+            MfaPolicyView::Required => MfaPolicy::Required,
+        }
+    }
 }
 
 impl From<&Tenant> for TenantView {
@@ -34,6 +66,7 @@ impl From<&Tenant> for TenantView {
             name: tenant.name.clone(),
             created_at: tenant.created_at,
             password_min_length: tenant.password_min_length,
+            mfa_policy: tenant.mfa_policy.into(),
         }
     }
 }
@@ -55,6 +88,8 @@ pub struct TenantChanges {
     /// 8 to 64. Applies to passwords set from now on; existing ones stay valid.
     #[schema(minimum = 8, maximum = 64)]
     pub password_min_length: Option<i64>,
+    /// Applies from the next sign-in; sessions already signed in stay.
+    pub mfa_policy: Option<MfaPolicyView>,
 }
 
 pub async fn create(ctx: &Ctx<'_>, new: &NewTenant) -> Result<Versioned<TenantView>, AdminError> {
@@ -154,14 +189,20 @@ pub async fn update(
             )));
         }
     }
-    if name.is_none() && min_length.is_none() {
+    let mfa_policy = changes.mfa_policy.map(MfaPolicy::from);
+    if name.is_none() && min_length.is_none() && mfa_policy.is_none() {
         return Err(AdminError::Invalid(
-            "name, password_min_length: give at least one".to_owned(),
+            "name, password_min_length, mfa_policy: give at least one".to_owned(),
         ));
     }
     let records = ctx.records(&id);
+    let update = TenantUpdate {
+        name,
+        password_min_length: min_length,
+        mfa_policy,
+    };
     records
-        .update_tenant(name, min_length, precondition.expected())
+        .update_tenant(&update, precondition.expected())
         .await
         .map_err(about("tenant"))?;
     if let Some(name) = name {
@@ -171,6 +212,10 @@ pub async fn update(
     if let Some(length) = min_length {
         let what = format!("tenant {id}: passwords need at least {length} characters");
         record(ctx, &records, "admin.tenant.password_policy_changed", what).await?;
+    }
+    if let Some(policy) = mfa_policy {
+        let what = format!("tenant {id}: second factor {}", policy.as_str());
+        record(ctx, &records, "admin.tenant.mfa_policy_changed", what).await?;
     }
     get(ctx, tenant).await
 }

@@ -87,6 +87,14 @@ impl<'de> Deserialize<'de> for Password {
     }
 }
 
+/// What resetting a user's second factors did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SecondFactorsResetView {
+    pub sub: String,
+    /// Whether the user had any second factor to remove.
+    pub removed: bool,
+}
+
 /// What signing a user out everywhere ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SignedOutView {
@@ -317,6 +325,31 @@ pub async fn sign_out(ctx: &Ctx<'_>, tenant: &str, sub: &str) -> Result<SignedOu
         sub: sub.to_owned(),
         sessions_ended: ended.sessions,
         grants_revoked: ended.grants,
+    })
+}
+
+/// Removes every second factor of the user (authenticator app, recovery codes, passkeys),
+/// after a lost device: under the tenant's policy they enroll again at their next sign-in.
+/// Their sessions and tokens stay; sign them out too when the device may be in other hands.
+pub async fn reset_second_factors(
+    ctx: &Ctx<'_>,
+    tenant: &str,
+    sub: &str,
+) -> Result<SecondFactorsResetView, AdminError> {
+    let id = ctx.tenant(tenant).await?;
+    let records = ctx.records(&id);
+    let had_any = records
+        .reset_second_factors(sub)
+        .await
+        .map_err(about("user"))?;
+    let what = match had_any {
+        true => format!("user {sub}: every second factor removed"),
+        false => format!("user {sub}: second factors reset; there were none"),
+    };
+    record(ctx, &records, "admin.user.second_factors_reset", sub, what).await?;
+    Ok(SecondFactorsResetView {
+        sub: sub.to_owned(),
+        removed: had_any,
     })
 }
 

@@ -41,6 +41,7 @@ fn access_claims() -> AccessTokenClaims {
         organization_guid: "6f1c2d3e-4b5a-4978-8a6b-5c4d3e2f1a0b".to_owned(),
         auth_time: NOW - 120,
         grant_id: "d4e5f6a7-b8c9-4d0e-9f1a-2b3c4d5e6f70".to_owned(),
+        acr: Some("urn:fieldauth:acr:mfa".to_owned()),
     }
 }
 
@@ -61,6 +62,8 @@ fn id_claims() -> IdTokenClaims {
         email: Some("alice@acme-plumbing.example".to_owned()),
         email_verified: Some(false),
         sid: None,
+        amr: Some(vec!["pwd".to_owned(), "otp".to_owned(), "mfa".to_owned()]),
+        acr: Some("urn:fieldauth:acr:mfa".to_owned()),
     }
 }
 

@@ -22,6 +22,10 @@ pub struct AccessTokenClaims {
     pub auth_time: UnixTime,
     /// The grant (token family) that issued it: revoking the grant ends the token.
     pub grant_id: String,
+    /// How the user signed in (`urn:fieldauth:acr:pwd` or `…:mfa`), so the API can ask for
+    /// a second factor where it matters. Absent from tokens issued before it existed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub acr: Option<String>,
 }
 
 impl AccessTokenClaims {
@@ -56,6 +60,13 @@ pub struct IdTokenClaims {
     /// in one that has it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sid: Option<String>,
+    /// RFC 8176 authentication method references: `pwd`, `otp`, `hwk`, `swk`, and `mfa`
+    /// when two factors were used.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amr: Option<Vec<String>>,
+    /// Core §2: `urn:fieldauth:acr:pwd` or `urn:fieldauth:acr:mfa`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub acr: Option<String>,
 }
 
 /// A Back-Channel Logout 1.0 logout token (§2.4), signed with `typ: logout+jwt`. It never

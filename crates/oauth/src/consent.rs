@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
-use store::{Client, NewAuthorizationCode, TenantStore};
+use store::{Client, MfaPolicy, NewAuthorizationCode, TenantStore};
 
 use crate::authorize::pending::{load_pending, Pending};
 use crate::authorize::redirect::{self, AuthorizeErrorCode, ErrorRedirect};
@@ -106,6 +106,18 @@ pub async fn decide(
             "Your sign-in has ended. Sign in again.",
         ));
     };
+    // acr_values asked for a second factor proved during this request. The pages lead there
+    // before consent; a form posted around them finds it missing here.
+    if pending.request.acr_mfa
+        && session
+            .mfa_at
+            .is_none_or(|at| at < pending.request.created_at)
+        && tenant.mfa_policy().await? != MfaPolicy::Off
+    {
+        return Err(OAuthError::InvalidFlow(
+            "This app asked for a second factor: sign in again.",
+        ));
+    }
     let issuer = state.config.issuer.as_str();
     let request = &pending.request;
     let decision = params.single("decision").ok().flatten();
@@ -161,6 +173,8 @@ pub async fn decide(
         expires_at: now + CODE_LIFETIME,
         // Back-Channel Logout §2.1: the session the code, its grant and ID tokens belong to.
         sid: session.sid.as_deref(),
+        // How the session was signed in: the grant's ID tokens say it (`amr`, `acr`).
+        amr: Some(&session.amr),
     };
     tenant.create_authorization_code(&new_code, now).await?;
     tracing::info!(tenant = %pending.tenant, client_id = %consumed.client_id, sub = %user_id, "consent given, code issued");

@@ -12,7 +12,7 @@ use crate::scope::Scope;
 use crate::state::OAuthState;
 
 /// Claims the ID token and userinfo can carry (OpenID Connect Core §2, §5.1).
-const CLAIMS_SUPPORTED: [&str; 14] = [
+const CLAIMS_SUPPORTED: [&str; 16] = [
     "iss",
     "sub",
     "aud",
@@ -27,6 +27,8 @@ const CLAIMS_SUPPORTED: [&str; 14] = [
     "email",
     "email_verified",
     "sid",
+    "amr",
+    "acr",
 ];
 
 pub fn metadata(issuer: &Issuer) -> serde_json::Value {
@@ -51,6 +53,9 @@ pub fn metadata(issuer: &Issuer) -> serde_json::Value {
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
         "claims_supported": CLAIMS_SUPPORTED,
+        // Core §3.1.2.1 `acr_values`: asking for `…:mfa` demands a second factor proved
+        // for this request.
+        "acr_values_supported": [crate::mfa::ACR_PASSWORD, crate::mfa::ACR_MFA],
         "claim_types_supported": ["normal"],
         "claims_parameter_supported": false,
         "request_parameter_supported": false,

@@ -10,6 +10,7 @@ use prometheus_client::registry::Registry;
 use store::{NewAuditEvent, SignedOut, TenantId, UnixTime};
 
 use crate::error::OAuthError;
+use crate::mfa::Factor;
 use crate::state::OAuthState;
 
 /// The counters; clones share them.
@@ -18,6 +19,7 @@ pub struct Metrics {
     grants: Family<GrantLabels, Counter>,
     revoked: Family<RevokedLabels, Counter>,
     signins: Family<SignInLabels, Counter>,
+    second_factor_checks: Family<SecondFactorLabels, Counter>,
     locks: Counter,
     consents: Family<ConsentLabels, Counter>,
     logouts: Counter,
@@ -42,6 +44,14 @@ struct RevokedLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SignInLabels {
+    result: &'static str,
+}
+
+/// A second factor at sign-in: `method` totp, recovery_code, passkey; `result` succeeded,
+/// failed, refused (throttled).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SecondFactorLabels {
+    method: &'static str,
     result: &'static str,
 }
 
@@ -192,6 +202,12 @@ impl Metrics {
             self.recovery_mails.clone(),
         );
         registry.register(
+            "fieldauth_second_factor_checks",
+            "Second factors checked at sign-in, by method (totp, recovery_code, passkey) and \
+             result (succeeded, failed, refused: throttled)",
+            self.second_factor_checks.clone(),
+        );
+        registry.register(
             "fieldauth_logouts",
             "Browser sessions ended at the end-session endpoint (RP-Initiated Logout)",
             self.logouts.clone(),
@@ -257,6 +273,23 @@ pub(crate) enum Event<'a> {
         /// Written to the audit trail: the first refusal since the last failure. Later
         /// ones are only counted, so a locked caller cannot make the server write rows.
         audited: bool,
+    },
+    /// A second factor proved at sign-in (or for a request's `acr_values`).
+    SecondFactorProved {
+        user_id: &'a str,
+        client_id: Option<&'a str>,
+        address: &'a str,
+        factor: Factor,
+    },
+    /// A wrong second factor at sign-in: a failed sign-in of the account.
+    SecondFactorFailed {
+        user_id: &'a str,
+        client_id: Option<&'a str>,
+        address: &'a str,
+        /// totp, recovery_code or passkey.
+        method: &'static str,
+        /// This failure locked the account or the address.
+        locked: bool,
     },
     ConsentGiven {
         user_id: &'a str,
@@ -413,6 +446,57 @@ impl OAuthState {
                 NewAuditEvent {
                     client_id,
                     ..audit("signin.refused", now, Some(username), "", Some(address))
+                }
+            }
+            Event::SecondFactorProved {
+                user_id,
+                client_id,
+                address,
+                factor,
+            } => {
+                let labels = SecondFactorLabels {
+                    method: factor_method(factor),
+                    result: "succeeded",
+                };
+                metrics.second_factor_checks.get_or_create(&labels).inc();
+                detail.push_str(factor_method(factor));
+                NewAuditEvent {
+                    client_id,
+                    ..audit(
+                        "signin.second_factor",
+                        now,
+                        Some(user_id),
+                        "",
+                        Some(address),
+                    )
+                }
+            }
+            Event::SecondFactorFailed {
+                user_id,
+                client_id,
+                address,
+                method,
+                locked,
+            } => {
+                let labels = SecondFactorLabels {
+                    method,
+                    result: "failed",
+                };
+                metrics.second_factor_checks.get_or_create(&labels).inc();
+                detail.push_str(method);
+                if locked {
+                    metrics.locks.inc();
+                    detail.push_str("; now locked");
+                }
+                NewAuditEvent {
+                    client_id,
+                    ..audit(
+                        "signin.second_factor_failed",
+                        now,
+                        Some(user_id),
+                        "",
+                        Some(address),
+                    )
                 }
             }
             Event::ConsentGiven {
@@ -635,6 +719,15 @@ fn ended(signed_out: SignedOut) -> String {
 
 fn account(action: &'static str) -> AccountLabels {
     AccountLabels { action }
+}
+
+/// The metric label and audit detail of a proved factor.
+pub(crate) fn factor_method(factor: Factor) -> &'static str {
+    match factor {
+        Factor::Totp => "totp",
+        Factor::RecoveryCode => "recovery_code",
+        Factor::Passkey { .. } => "passkey",
+    }
 }
 
 fn signin(result: &'static str) -> SignInLabels {

@@ -31,6 +31,7 @@ mod redirect_uri;
 mod revoke;
 mod scope;
 pub mod sealing;
+mod second_factor;
 pub mod secret;
 mod session;
 mod signin;
@@ -124,6 +125,10 @@ pub fn router(state: OAuthState) -> Router {
             get(authorize::get_authorize).post(consent::post_consent),
         )
         .route(paths::SIGNIN, post(signin::post_signin))
+        .route(
+            paths::SECOND_FACTOR,
+            post(second_factor::post_second_factor),
+        )
         .route(
             paths::LOGOUT,
             get(logout::get_logout).post(logout::post_logout),

@@ -11,6 +11,9 @@ pub const REVOKE: &str = "/oauth/revoke";
 pub const LOGOUT: &str = "/oauth/logout";
 /// The sign-in form's target. Not in discovery: it is part of the authorization UI.
 pub const SIGNIN: &str = "/oauth/signin";
+/// The second step of a sign-in: a TOTP code, a recovery code or a passkey (or enrolling
+/// one, when the tenant requires it).
+pub const SECOND_FACTOR: &str = "/oauth/signin/second-factor";
 pub const STYLESHEET: &str = "/oauth/assets/fieldauth.css";
 /// Where a user sets a password from a password link (an invitation). Not in discovery: it
 /// belongs to the account pages, not to OAuth.

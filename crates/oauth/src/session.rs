@@ -12,6 +12,10 @@ use crate::secret::hash_secret;
 /// How long a sign-in lasts in a browser.
 pub const SESSION_LIFETIME: UnixTime = 12 * 3600;
 
+/// How long a session that proved the password has to prove its second factor: it signs
+/// nothing in meanwhile, and lives no longer than an authorization request.
+pub const STEP_LIFETIME: UnixTime = crate::authorize::REQUEST_LIFETIME;
+
 /// The cookie of one tenant: a cookie per tenant, so signing in to one tenant says nothing
 /// about another. On https the `__Host-` prefix pins it to this host, path `/` and Secure.
 pub fn cookie_name(tenant: &TenantId, https: bool) -> String {

@@ -20,12 +20,14 @@ use crate::error::OAuthError;
 use crate::events::Event;
 use crate::pages::{self, FormTarget, PageError, SignInPage};
 use crate::params::{FormParams, Params};
+use crate::second_factor::{self, page::StepForm};
 use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
 use crate::throttle::Verdict;
 use crate::username::Username;
-use check::{check_throttled, Checked};
+use check::{check_throttled, owes_verification, Checked};
+use store::{FactorDue, MfaPolicy, SecondFactorStanding};
 
 mod attempt;
 pub(crate) mod check;
@@ -80,6 +82,7 @@ pub async fn sign_in(
         state,
         &pending.tenant,
         client_id,
+        pending.request.acr_mfa,
         typed_username,
         password,
         address,
@@ -124,6 +127,17 @@ pub(crate) async fn finish_for_request(
     // A session that was there before (prompt=login) is replaced, never resumed.
     tenant.delete_browser_session(&old_hash, now).await?;
     let cookie = started.cookie(state, &pending.tenant)?;
+    if started.factor_due.is_some() {
+        let form = StepForm {
+            client_name: &pending.client.name,
+            username: &started.user.username,
+            tenant: pending.tenant.as_str(),
+            request: &pending.handle,
+            csrf: &pending.csrf,
+        };
+        return second_factor::show_step(state, form, &pending.tenant, &started.user, Some(cookie))
+            .await;
+    }
     let mut response = consent::render_consent(
         &tenant,
         &pending.client,
@@ -151,9 +165,17 @@ pub(crate) struct StartedSession {
     pub user: store::User,
     value: String,
     pub hash: [u8; 32],
+    /// Set when the password is proved but a second factor is still owed.
+    pub factor_due: Option<FactorDue>,
 }
 
 impl StartedSession {
+    /// The cookie's value, which only the browser holds: the key the step's CSRF token is
+    /// derived from.
+    pub(crate) fn value(&self) -> &str {
+        &self.value
+    }
+
     /// The `Set-Cookie` that hands the session to the browser.
     pub(crate) fn cookie(
         &self,
@@ -166,13 +188,17 @@ impl StartedSession {
 }
 
 /// Checks the username and password under the throttle and, when they are right, starts a
-/// browser session of that user in `tenant`. `client_id` names the application the sign-in
-/// is for in the audit trail (none for the account page). Every refusal says the same as a
-/// wrong password; the audit trail says why.
+/// browser session of that user in `tenant`, which still owes a second factor when the
+/// user has one or the tenant's policy (or `acr_mfa`, the request's `acr_values`) demands
+/// one. `client_id` names the application the sign-in is for in the audit trail (none for
+/// the account page). Every refusal says the same as a wrong password; the audit trail says
+/// why.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn authenticate(
     state: &OAuthState,
     tenant_id: &TenantId,
     client_id: Option<&str>,
+    acr_mfa: bool,
     typed_username: &str,
     password: Option<SecretString>,
     address: IpAddr,
@@ -190,8 +216,10 @@ pub(crate) async fn authenticate(
     let tenant = state.store.tenant(tenant_id);
     let shown_address = address.to_string();
     let address_text = shown_address.as_str();
-    let user = match check_throttled(state, &tenant, &username, password, address, now).await? {
-        Checked::Valid(user) => user,
+    let (user, standing) = match check_throttled(state, &tenant, &username, password, address, now)
+        .await?
+    {
+        Checked::Valid { user, standing } => (user, standing),
         Checked::Refused { message, first } => {
             tracing::warn!(tenant = %tenant_id, "sign-in refused by the throttle");
             let event = Event::SignInRefused {
@@ -229,11 +257,25 @@ pub(crate) async fn authenticate(
 
     let how = SessionStart {
         amr: "pwd",
-        factor_due: None,
+        factor_due: factor_due(standing, acr_mfa),
         mfa_at: None,
     };
     let started = start_session(state, tenant_id, user, how, client_id, address, now).await?;
     Ok(SignIn::Started(started))
+}
+
+/// What a user who just proved the password still owes: the second factor they have
+/// (always asked once enrolled, unless the tenant turned second factors off), else
+/// enrollment when the tenant requires a factor or the request asked for one.
+pub(crate) fn factor_due(standing: SecondFactorStanding, acr_mfa: bool) -> Option<FactorDue> {
+    if owes_verification(standing) {
+        return Some(FactorDue::Verify);
+    }
+    match standing.policy {
+        MfaPolicy::Off => None,
+        MfaPolicy::Required => Some(FactorDue::Enroll),
+        MfaPolicy::Optional => acr_mfa.then_some(FactorDue::Enroll),
+    }
 }
 
 /// How a session begins: the `amr` proved so far, whether a second factor is still owed,
@@ -268,22 +310,46 @@ pub(crate) async fn start_session(
         factor_due: how.factor_due,
         mfa_at: how.mfa_at,
         auth_time: now,
-        expires_at: now + session::SESSION_LIFETIME,
+        expires_at: now
+            + match how.factor_due {
+                Some(_) => session::STEP_LIFETIME,
+                None => session::SESSION_LIFETIME,
+            },
     };
     state
         .store
         .tenant(tenant_id)
         .create_browser_session(&new, now)
         .await?;
-    tracing::info!(tenant = %tenant_id, client_id = client_id.unwrap_or_default(), sub = %user.user_id, "signed in");
+    // A sign-in that still owes a second factor is audited when it is proved.
+    if how.factor_due.is_none() {
+        record_signed_in(state, tenant_id, &user.user_id, client_id, address, now).await;
+    }
+    Ok(StartedSession {
+        user,
+        value,
+        hash,
+        factor_due: how.factor_due,
+    })
+}
+
+/// A completed sign-in, in the log and the audit trail.
+pub(crate) async fn record_signed_in(
+    state: &OAuthState,
+    tenant_id: &TenantId,
+    user_id: &str,
+    client_id: Option<&str>,
+    address: IpAddr,
+    now: UnixTime,
+) {
+    tracing::info!(tenant = %tenant_id, client_id = client_id.unwrap_or_default(), sub = %user_id, "signed in");
     let address_text = address.to_string();
     let event = Event::SignedIn {
-        user_id: &user.user_id,
+        user_id,
         client_id,
         address: &address_text,
     };
     state.record(tenant_id, event, now).await;
-    Ok(StartedSession { user, value, hash })
 }
 
 pub(crate) fn throttle_message(verdict: Verdict) -> Option<String> {

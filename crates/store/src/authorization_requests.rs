@@ -23,6 +23,9 @@ pub struct NewAuthorizationRequest<'a> {
     /// The signed-in user when the browser's session may be used without signing in again.
     pub user_id: Option<&'a str>,
     pub auth_time: Option<UnixTime>,
+    /// `acr_values` asked for `urn:fieldauth:acr:mfa`: a second factor proved after the
+    /// request began is needed before consent.
+    pub acr_mfa: bool,
     pub expires_at: UnixTime,
 }
 
@@ -39,13 +42,14 @@ pub struct AuthorizationRequest {
     pub csrf_hash: Vec<u8>,
     pub user_id: Option<String>,
     pub auth_time: Option<UnixTime>,
+    pub acr_mfa: bool,
     pub created_at: UnixTime,
     pub expires_at: UnixTime,
     pub consumed_at: Option<UnixTime>,
 }
 
 const COLUMNS: &str = "client_id, redirect_uri, scope, state, nonce, code_challenge, login_hint, \
-     browser_hash, csrf_hash, user_id, auth_time, created_at, expires_at, consumed_at";
+     browser_hash, csrf_hash, user_id, auth_time, acr_mfa, created_at, expires_at, consumed_at";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -60,6 +64,7 @@ struct Row {
     csrf_hash: Vec<u8>,
     user_id: Option<String>,
     auth_time: Option<i64>,
+    acr_mfa: i64,
     created_at: i64,
     expires_at: i64,
     consumed_at: Option<i64>,
@@ -79,6 +84,7 @@ impl From<Row> for AuthorizationRequest {
             csrf_hash: r.csrf_hash,
             user_id: r.user_id,
             auth_time: r.auth_time,
+            acr_mfa: r.acr_mfa != 0,
             created_at: r.created_at,
             expires_at: r.expires_at,
             consumed_at: r.consumed_at,
@@ -95,8 +101,8 @@ impl TenantStore<'_> {
         sqlx::query(
             "INSERT INTO authorization_requests (tenant_id, request_hash, client_id, redirect_uri, \
              scope, state, nonce, code_challenge, login_hint, browser_hash, csrf_hash, user_id, \
-             auth_time, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             auth_time, created_at, expires_at, acr_mfa) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(self.id_str())
         .bind(request.request_hash.to_vec())
@@ -113,6 +119,7 @@ impl TenantStore<'_> {
         .bind(request.auth_time)
         .bind(now)
         .bind(request.expires_at)
+        .bind(i64::from(request.acr_mfa))
         .execute(self.pool())
         .await
         .map_err(|e| match StoreError::is_foreign_key_violation(&e) {

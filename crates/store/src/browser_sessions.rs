@@ -158,21 +158,27 @@ impl TenantStore<'_> {
     }
 
     /// Records a second factor proved in a live session: it owes nothing more, its `amr`
-    /// becomes `amr`, and `mfa_at` now. False when the session is gone.
+    /// becomes `amr`, and `mfa_at` now. A session that owed the factor is signed in from now
+    /// and lives until `expires_at`; one that was signed in keeps its end. False when the
+    /// session is gone.
     pub async fn prove_second_factor(
         &self,
         session_hash: &[u8],
         amr: &str,
         now: UnixTime,
+        expires_at: UnixTime,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE browser_sessions SET factor_due = NULL, amr = $1, mfa_at = $2 \
+            "UPDATE browser_sessions SET amr = $1, mfa_at = $2, \
+               expires_at = CASE WHEN factor_due IS NULL THEN expires_at ELSE $5 END, \
+               factor_due = NULL \
              WHERE tenant_id = $3 AND session_hash = $4 AND expires_at > $2",
         )
         .bind(amr)
         .bind(now)
         .bind(self.id_str())
         .bind(session_hash.to_vec())
+        .bind(expires_at)
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)

@@ -90,6 +90,7 @@ struct ClientAndCodeRow {
     code_redeemed_at: Option<i64>,
     code_grant_id: Option<String>,
     code_sid: Option<String>,
+    code_amr: Option<String>,
 }
 
 impl ClientAndCodeRow {
@@ -108,6 +109,7 @@ impl ClientAndCodeRow {
             redeemed_at: self.code_redeemed_at,
             grant_id: self.code_grant_id.take(),
             sid: self.code_sid.take(),
+            amr: self.code_amr.take(),
         })
     }
 
@@ -145,7 +147,7 @@ impl TenantStore<'_> {
                a.nonce AS code_nonce, a.code_challenge, a.auth_time AS code_auth_time, \
                a.created_at AS code_created_at, a.expires_at AS code_expires_at, \
                a.redeemed_at AS code_redeemed_at, a.grant_id AS code_grant_id, \
-               a.sid AS code_sid \
+               a.sid AS code_sid, a.amr AS code_amr \
              FROM clients c LEFT JOIN authorization_codes a \
                ON a.tenant_id = c.tenant_id AND a.code_hash = $3 \
              WHERE c.tenant_id = $1 AND c.client_id = $2",
@@ -310,9 +312,9 @@ static POSTGRES_ISSUE: LazyLock<String> = LazyLock::new(|| {
            UPDATE authorization_codes SET redeemed_at = $1, \
              grant_id = {MEMBER_GRANT_ID} \
            WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
-           RETURNING grant_id, sid), \
+           RETURNING grant_id, sid, amr), \
          issued AS ( \
-           {INSERT_GRANT} SELECT $2, grant_id, $6, $5, $7, $8, $9, $10, sid \
+           {INSERT_GRANT} SELECT $2, grant_id, $6, $5, $7, $8, $9, $10, sid, amr \
            FROM redeemed WHERE grant_id IS NOT NULL \
            RETURNING grant_id), \
          first_refresh_token AS ( \
@@ -342,7 +344,7 @@ static SQLITE_ISSUE: LazyLock<String> = LazyLock::new(|| {
          UPDATE authorization_codes SET redeemed_at = $1, grant_id = {MEMBER_GRANT_ID} \
          WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
          RETURNING {}, {}, {}, {}, {}; \
-         {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10, sid FROM authorization_codes \
+         {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10, sid, amr FROM authorization_codes \
          WHERE tenant_id = $2 AND code_hash = $3 AND grant_id = $4; \
          {INSERT_REFRESH_TOKEN} SELECT $2, $11, $4, $10, $12 FROM grants \
          WHERE tenant_id = $2 AND grant_id = $4 AND $11 IS NOT NULL; \

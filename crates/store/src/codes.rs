@@ -20,6 +20,8 @@ pub struct NewAuthorizationCode<'a> {
     pub expires_at: UnixTime,
     /// The browser session's `sid`, carried to the grant and its ID tokens.
     pub sid: Option<&'a str>,
+    /// The session's RFC 8176 `amr` when the code was issued.
+    pub amr: Option<&'a str>,
 }
 
 /// A stored code, as the token endpoint reads it.
@@ -38,6 +40,7 @@ pub struct AuthorizationCode {
     pub redeemed_at: Option<i64>,
     pub grant_id: Option<String>,
     pub sid: Option<String>,
+    pub amr: Option<String>,
 }
 
 impl TenantStore<'_> {
@@ -47,7 +50,7 @@ impl TenantStore<'_> {
     ) -> Result<Option<AuthorizationCode>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
-             code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id, sid \
+             code_challenge, auth_time, created_at, expires_at, redeemed_at, grant_id, sid, amr \
              FROM authorization_codes WHERE tenant_id = $1 AND code_hash = $2",
         )
         .bind(self.id_str())
@@ -64,7 +67,8 @@ impl TenantStore<'_> {
         sqlx::query(
             "INSERT INTO authorization_codes (tenant_id, code_hash, client_id, redirect_uri, \
              user_id, organization_guid, scope, nonce, code_challenge, auth_time, created_at, \
-             expires_at, sid) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             expires_at, sid, amr) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(self.id_str())
         .bind(code.code_hash.to_vec())
@@ -79,6 +83,7 @@ impl TenantStore<'_> {
         .bind(now)
         .bind(code.expires_at)
         .bind(code.sid)
+        .bind(code.amr)
         .execute(self.pool())
         .await
         .map_err(|e| StoreError::from_sqlx(e, Entity::AuthorizationCode))?;

@@ -21,6 +21,9 @@ pub struct Grant {
     pub revoked_at: Option<i64>,
     /// The `sid` of the browser session its code was issued in (its ID tokens carry it).
     pub sid: Option<String>,
+    /// RFC 8176 `amr` of the sign-in its code was issued after (its ID tokens carry it, and
+    /// the `acr` it amounts to). NULL on grants older than migration 0016.
+    pub amr: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -114,12 +117,13 @@ pub enum RefreshRotation {
 }
 
 const GRANT_COLUMNS: &str =
-    "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at, sid";
+    "grant_id, client_id, user_id, organization_guid, scope, auth_time, created_at, revoked_at, sid, \
+     amr";
 
 /// The heads of the two inserts a grant's issue makes, shared by the transaction and by
 /// PostgreSQL's single statements so their columns cannot drift apart.
 pub(crate) const INSERT_GRANT: &str = "INSERT INTO grants (tenant_id, grant_id, client_id, \
-     user_id, organization_guid, scope, auth_time, created_at, sid)";
+     user_id, organization_guid, scope, auth_time, created_at, sid, amr)";
 pub(crate) const INSERT_REFRESH_TOKEN: &str =
     "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at)";
 
@@ -268,7 +272,7 @@ impl TenantStore<'_> {
     ) -> Result<Option<RefreshToken>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, g.auth_time, \
-               g.created_at, g.revoked_at, g.sid, t.consumed_at, t.expires_at \
+               g.created_at, g.revoked_at, g.sid, g.amr, t.consumed_at, t.expires_at \
              FROM refresh_tokens t JOIN grants g \
                ON g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id \
              WHERE t.tenant_id = $1 AND t.token_hash = $2",
@@ -310,7 +314,7 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
            {INSERT_REFRESH_TOKEN} SELECT $2, $5, c.grant_id, $1, LEAST($6, g.created_at + $7) \
            FROM consumed c JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id) \
          SELECT g.grant_id, g.client_id, g.user_id, g.organization_guid, g.scope, \
-           g.auth_time, g.created_at, g.revoked_at, g.sid, u.username, u.password_hash, \
+           g.auth_time, g.created_at, g.revoked_at, g.sid, g.amr, u.username, u.password_hash, \
            u.name, u.email, u.created_at AS user_created_at \
          FROM consumed c \
          JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
@@ -356,7 +360,7 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
          RETURNING grant_id, {client_id} AS client_id, {user_id} AS user_id, \
            {organization_guid} AS organization_guid, {scope} AS scope, \
            {auth_time} AS auth_time, {created_at} AS created_at, \
-           {revoked_at} AS revoked_at, {sid} AS sid, {username} AS username, \
+           {revoked_at} AS revoked_at, {sid} AS sid, {amr} AS amr, {username} AS username, \
            {password_hash} AS password_hash, {name} AS name, {email} AS email, \
            {user_created_at} AS user_created_at",
         client_id = grant("client_id"),
@@ -367,6 +371,7 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         created_at = grant("created_at"),
         revoked_at = grant("revoked_at"),
         sid = grant("sid"),
+        amr = grant("amr"),
         username = user("username"),
         password_hash = user("password_hash"),
         name = user("name"),

@@ -183,7 +183,7 @@ impl<'a> TenantStore<'a> {
     }
 
     pub async fn find(&self) -> Result<Option<Tenant>, StoreError> {
-        let row: Option<(String, String, i64, i64)> = sqlx::query_as(&format!(
+        let row: Option<crate::tenants::TenantRow> = sqlx::query_as(&format!(
             "SELECT {} FROM tenants WHERE tenant_id = $1",
             Tenant::COLUMNS
         ))

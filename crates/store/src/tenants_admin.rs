@@ -4,20 +4,28 @@
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
 use crate::tenant::TenantStore;
-use crate::tenants::Tenant;
+use crate::tenants::{MfaPolicy, Tenant};
+
+/// What a tenant update changes; `None` keeps the value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TenantUpdate<'a> {
+    pub name: Option<&'a str>,
+    pub password_min_length: Option<i64>,
+    pub mfa_policy: Option<MfaPolicy>,
+}
 
 impl TenantStore<'_> {
     /// The tenant's record and its revision.
     pub async fn find_with_revision(&self) -> Result<Option<(Tenant, Revision)>, StoreError> {
-        let row: Option<(String, String, i64, i64, i64)> = sqlx::query_as(&format!(
+        let row: Option<(String, String, i64, i64, String, i64)> = sqlx::query_as(&format!(
             "SELECT {}, revision FROM tenants WHERE tenant_id = $1",
             Tenant::COLUMNS
         ))
         .bind(self.id_str())
         .fetch_optional(self.pool())
         .await?;
-        row.map(|(id, name, created_at, min_length, revision)| {
-            let tenant = Tenant::from_row((id, name, created_at, min_length))?;
+        row.map(|(id, name, created_at, min_length, mfa_policy, revision)| {
+            let tenant = Tenant::from_row((id, name, created_at, min_length, mfa_policy))?;
             Ok((
                 tenant,
                 Revision {
@@ -29,27 +37,28 @@ impl TenantStore<'_> {
         .transpose()
     }
 
-    /// Changes the tenant's name and password floor (each kept when `None`) if it is at the
-    /// `expected` revision (any, when `None`), and returns its new revision.
-    /// `NotFound(Tenant)` or `Changed(Tenant)` otherwise.
+    /// Changes the tenant's name, password floor and second-factor policy (each kept when
+    /// `None`) if it is at the `expected` revision (any, when `None`), and returns its new
+    /// revision. `NotFound(Tenant)` or `Changed(Tenant)` otherwise.
     pub async fn update_tenant(
         &self,
-        name: Option<&str>,
-        password_min_length: Option<i64>,
+        changes: &TenantUpdate<'_>,
         expected: Option<Revision>,
     ) -> Result<Revision, StoreError> {
         let (created_at, revision) = expected_values(expected);
         let row: Option<(i64, i64)> = sqlx::query_as(&format!(
             "UPDATE tenants SET name = COALESCE($1, name), \
-             password_min_length = COALESCE($5, password_min_length), revision = revision + 1 \
+             password_min_length = COALESCE($5, password_min_length), \
+             mfa_policy = COALESCE($6, mfa_policy), revision = revision + 1 \
              WHERE tenant_id = $2 AND {} RETURNING created_at, revision",
             matches_revision(3, 4)
         ))
-        .bind(name)
+        .bind(changes.name)
         .bind(self.id_str())
         .bind(created_at)
         .bind(revision)
-        .bind(password_min_length)
+        .bind(changes.password_min_length)
+        .bind(changes.mfa_policy.map(MfaPolicy::as_str))
         .fetch_optional(self.pool())
         .await?;
         match row {

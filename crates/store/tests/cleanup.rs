@@ -101,6 +101,7 @@ fn request(hash: &[u8], expires_at: i64) -> NewAuthorizationRequest<'_> {
         csrf_hash: b"csrf",
         user_id: None,
         auth_time: None,
+        acr_mfa: false,
         expires_at,
     }
 }
@@ -118,6 +119,7 @@ fn code(hash: &[u8], expires_at: i64) -> NewAuthorizationCode<'_> {
         auth_time: NOW,
         expires_at,
         sid: None,
+        amr: None,
     }
 }
 

@@ -308,6 +308,7 @@ async fn sign_in(tenant: &TenantStore<'_>) {
                 csrf_hash: b"csrf",
                 user_id: None,
                 auth_time: None,
+                acr_mfa: false,
                 expires_at: NOW + 600,
             },
             NOW,
@@ -459,6 +460,7 @@ fn code(code_hash: &[u8]) -> NewAuthorizationCode<'_> {
         auth_time: NOW,
         expires_at: NOW + 60,
         sid: None,
+        amr: None,
     }
 }
 

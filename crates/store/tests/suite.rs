@@ -613,6 +613,7 @@ fn pending<'a>(request_hash: &'a [u8], browser_hash: &'a [u8]) -> NewAuthorizati
         csrf_hash: b"csrf",
         user_id: None,
         auth_time: None,
+        acr_mfa: false,
         expires_at: NOW + 600,
     }
 }
@@ -792,6 +793,7 @@ async fn authorization_codes_are_stored_once(store: Store) {
         auth_time: NOW,
         expires_at: NOW + 60,
         sid: None,
+        amr: None,
     };
     store
         .tenant(&t)
@@ -900,6 +902,7 @@ fn code<'a>(code_hash: &'a [u8]) -> NewAuthorizationCode<'a> {
         auth_time: NOW,
         expires_at: NOW + 60,
         sid: None,
+        amr: None,
     }
 }
 

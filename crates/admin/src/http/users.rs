@@ -9,7 +9,9 @@ use utoipa_axum::routes;
 
 use crate::error::{AdminError, Problem};
 use crate::page::{Page, PageQuery, PageRequest};
-use crate::users::{self, NewPassword, NewUserRequest, SignedOutView, UserChanges, UserView};
+use crate::users::{
+    self, NewPassword, NewUserRequest, SecondFactorsResetView, SignedOutView, UserChanges, UserView,
+};
 
 use super::{AdminState, Caller, IfMatch, JsonBody, PageParams, Tagged};
 
@@ -21,6 +23,7 @@ pub fn routes() -> OpenApiRouter<AdminState> {
         .routes(routes!(disable))
         .routes(routes!(enable))
         .routes(routes!(sign_out))
+        .routes(routes!(reset_second_factors))
 }
 
 /// Creates a user, with a password or with none (the user then cannot sign in until one is
@@ -181,4 +184,23 @@ async fn sign_out(
 ) -> Result<Json<SignedOutView>, AdminError> {
     let ctx = caller.ctx(&state);
     Ok(Json(users::sign_out(&ctx, &tenant, &sub).await?))
+}
+
+/// Removes every second factor of a user (authenticator app, recovery codes, passkeys), for
+/// a lost device; they enroll again at their next sign-in if the tenant requires one.
+#[utoipa::path(post, path = "/tenants/{tenant}/users/{sub}/reset-second-factors", tag = "users",
+    security(("admin_token" = [])), params(("tenant" = String, Path), ("sub" = String, Path)),
+    responses(
+        (status = 200, body = SecondFactorsResetView),
+        (status = 401, body = Problem), (status = 404, body = Problem),
+    ))]
+async fn reset_second_factors(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, sub)): Path<(String, String)>,
+) -> Result<Json<SecondFactorsResetView>, AdminError> {
+    let ctx = caller.ctx(&state);
+    Ok(Json(
+        users::reset_second_factors(&ctx, &tenant, &sub).await?,
+    ))
 }

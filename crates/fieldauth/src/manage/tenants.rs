@@ -2,7 +2,7 @@
 
 use admin::etag::Precondition;
 use admin::page::{PageQuery, PageRequest};
-use admin::tenants::{self, NewTenant, TenantChanges, TenantView};
+use admin::tenants::{self, MfaPolicyView, NewTenant, TenantChanges, TenantView};
 use admin::Versioned;
 use clap::Subcommand;
 use serde_json::json;
@@ -46,7 +46,8 @@ pub enum TenantCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Change a tenant's name or password policy (what is given changes, the rest stays).
+    /// Change a tenant's name, password policy or second-factor policy (what is given
+    /// changes, the rest stays).
     Update {
         tenant: String,
         #[arg(long)]
@@ -55,6 +56,10 @@ pub enum TenantCommand {
         /// to passwords set from now on.
         #[arg(long)]
         password_min_length: Option<i64>,
+        /// `off`, `optional` (users may enroll a second factor) or `required` (every user
+        /// must have one). Applies from the next sign-in.
+        #[arg(long, value_enum)]
+        mfa: Option<MfaArg>,
         /// Apply only if the tenant is still at this ETag (as `show` printed it).
         #[arg(long)]
         if_match: Option<String>,
@@ -105,11 +110,12 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 .await
                 .map_err(failed("show the tenant"))?;
             let text = format!(
-                "tenant {}\nname: {}\ncreated: {}\npassword minimum length: {}\netag: {}",
+                "tenant {}\nname: {}\ncreated: {}\npassword minimum length: {}\nsecond factor: {}\netag: {}",
                 found.value.tenant,
                 found.value.name,
                 found.value.created_at,
                 found.value.password_min_length,
+                mfa_text(found.value.mfa_policy),
                 found.etag()
             );
             (shown(&found, text), json)
@@ -138,6 +144,7 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             tenant,
             name,
             password_min_length,
+            mfa,
             if_match: tag,
             json,
         } => {
@@ -145,13 +152,17 @@ pub async fn run(command: TenantCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             let changes = TenantChanges {
                 name,
                 password_min_length,
+                mfa_policy: mfa.map(MfaArg::view),
             };
             let updated = tenants::update(&ctx, &tenant, &changes, precondition)
                 .await
                 .map_err(failed("update the tenant"))?;
             let text = format!(
-                "updated tenant {}: name {:?}, passwords of at least {} characters",
-                updated.value.tenant, updated.value.name, updated.value.password_min_length
+                "updated tenant {}: name {:?}, passwords of at least {} characters, second factor {}",
+                updated.value.tenant,
+                updated.value.name,
+                updated.value.password_min_length,
+                mfa_text(updated.value.mfa_policy)
             );
             (shown(&updated, text), json)
         }
@@ -173,4 +184,30 @@ fn shown(tenant: &Versioned<TenantView>, text: String) -> Report {
     let mut body = serde_json::to_value(&tenant.value).unwrap_or_default();
     body["etag"] = json!(tenant.etag());
     Report::new(body, text)
+}
+
+/// `--mfa`: the tenant's second-factor policy.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum MfaArg {
+    Off,
+    Optional,
+    Required,
+}
+
+impl MfaArg {
+    fn view(self) -> MfaPolicyView {
+        match self {
+            MfaArg::Off => MfaPolicyView::Off,
+            MfaArg::Optional => MfaPolicyView::Optional,
+            MfaArg::Required => MfaPolicyView::Required,
+        }
+    }
+}
+
+fn mfa_text(policy: MfaPolicyView) -> &'static str {
+    match policy {
+        MfaPolicyView::Off => "off",
+        MfaPolicyView::Optional => "optional",
+        MfaPolicyView::Required => "required",
+    }
 }

@@ -120,6 +120,17 @@ pub enum UserCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove every second factor of a user (authenticator app, recovery codes, passkeys),
+    /// after a lost device: they enroll again at their next sign-in if the tenant requires
+    /// one. Sessions and tokens stay (`sign-out` ends them).
+    ResetSecondFactors {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        sub: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Issue a single-use link (24 hours) where the user sets a password; it ends the
     /// user's previous link. Deliver it to the user yourself.
     PasswordLink(super::password_links::PasswordLinkArgs),
@@ -264,6 +275,17 @@ pub async fn run(command: UserCommand, shell: &Shell<'_>) -> anyhow::Result<Outc
                 ended.sessions_ended, ended.grants_revoked
             );
             let body = serde_json::to_value(&ended).unwrap_or_default();
+            (Report::new(body, text), json)
+        }
+        UserCommand::ResetSecondFactors { tenant, sub, json } => {
+            let reset = users::reset_second_factors(&ctx, &tenant, &sub)
+                .await
+                .map_err(failed("reset the user's second factors"))?;
+            let text = match reset.removed {
+                true => format!("removed every second factor of user {sub}"),
+                false => format!("user {sub} had no second factor"),
+            };
+            let body = serde_json::to_value(&reset).unwrap_or_default();
             (Report::new(body, text), json)
         }
         UserCommand::PasswordLink(args) => super::password_links::run(args, shell).await?,

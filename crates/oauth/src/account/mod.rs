@@ -22,7 +22,7 @@ use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
 
-mod csrf;
+pub(crate) mod csrf;
 mod page;
 mod password;
 mod signin;
@@ -294,6 +294,11 @@ fn account_location(tenant: &TenantId, notice: Option<Notice>) -> String {
 }
 
 /// 303 See Other to the page: a reload then repeats the GET, never the POST.
+/// The 303 to the account page that ends a sign-in for it.
+pub(crate) fn home(tenant: &TenantId) -> Response {
+    see_other(tenant, None)
+}
+
 fn see_other(tenant: &TenantId, notice: Option<Notice>) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();

@@ -102,7 +102,7 @@ async fn change_password(
     let verified = match check_throttled(state, &records, &username, current, address, now).await? {
         // The store replaces the hash only while it is still the one verified here, and
         // only for this user.
-        Checked::Valid(found) => found,
+        Checked::Valid { user, .. } => user,
         Checked::Wrong { why, verdict } => {
             let refusal = wrong_password(state, visitor, address_text, why, verdict, now).await;
             return Ok(Err(refusal));

@@ -15,6 +15,7 @@ use super::{csrf, see_other, tenant_cookie};
 use crate::error::OAuthError;
 use crate::pages::{self, FormTarget, SignInPage};
 use crate::params::Params;
+use crate::second_factor::{self, page::StepForm};
 use crate::secret::hash_secret;
 use crate::session;
 use crate::signin::{authenticate, credentials, SignIn, StartedSession};
@@ -106,21 +107,24 @@ pub(crate) async fn post_account_signin(
         return Err(OAuthError::InvalidFlow("This sign-in request is unknown."));
     }
     let (username, password) = credentials(params);
-    let started =
-        match authenticate(state, &tenant, None, &username, password, address, now).await? {
-            SignIn::Started(started) => started,
-            SignIn::Refused { status, message } => {
-                let csrf = csrf.unwrap_or_default();
-                return Ok(sign_in_form(
-                    state,
-                    &tenant,
-                    csrf,
-                    &username,
-                    Some(&message),
-                    status,
-                ));
-            }
-        };
+    let started = match authenticate(
+        state, &tenant, None, false, &username, password, address, now,
+    )
+    .await?
+    {
+        SignIn::Started(started) => started,
+        SignIn::Refused { status, message } => {
+            let csrf = csrf.unwrap_or_default();
+            return Ok(sign_in_form(
+                state,
+                &tenant,
+                csrf,
+                &username,
+                Some(&message),
+                status,
+            ));
+        }
+    };
     finish_account_signin(state, &tenant, cookie, started, now).await
 }
 
@@ -142,9 +146,20 @@ pub(crate) async fn finish_account_signin(
             .delete_browser_session(&hash_secret(old), now)
             .await?;
     }
+    let cookie = started.cookie(state, tenant)?;
+    if started.factor_due.is_some() {
+        // The step's forms carry the token of the new session's cookie.
+        let csrf = csrf::token_for(started.value());
+        let form = StepForm {
+            client_name: SIGNIN_FOR,
+            username: &started.user.username,
+            tenant: tenant.as_str(),
+            request: SIGNIN_REQUEST,
+            csrf: &csrf,
+        };
+        return second_factor::show_step(state, form, tenant, &started.user, Some(cookie)).await;
+    }
     let mut response = see_other(tenant, None);
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, started.cookie(state, tenant)?);
+    response.headers_mut().append(header::SET_COOKIE, cookie);
     Ok(response)
 }

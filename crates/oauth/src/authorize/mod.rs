@@ -18,6 +18,7 @@ use crate::consent;
 use crate::error::OAuthError;
 use crate::pages::{self, SignInPage};
 use crate::params::Params;
+use crate::second_factor::{self, page::StepForm};
 use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
@@ -116,6 +117,24 @@ pub async fn start_authorization(
     .await?;
 
     let mut response = match &reusable {
+        // acr_values asked for a second factor proved during this request: the session
+        // proves one again before consent.
+        Some(session) if request.acr_mfa && second_factors_on(&tenant).await? => {
+            let user = tenant
+                .find_user(&session.user_id)
+                .await?
+                .ok_or(OAuthError::InvalidFlow(
+                    "The signed-in account no longer exists.",
+                ))?;
+            let form = StepForm {
+                client_name: &request.target.client.name,
+                username: &user.username,
+                tenant: request.target.tenant.as_str(),
+                request: &handle,
+                csrf: &csrf,
+            };
+            second_factor::show_step(state, form, &request.target.tenant, &user, None).await?
+        }
         Some(session) => {
             consent::render_consent(
                 &tenant,
@@ -146,6 +165,10 @@ pub async fn start_authorization(
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     Ok(response.into_response())
+}
+
+async fn second_factors_on(tenant: &store::TenantStore<'_>) -> Result<bool, OAuthError> {
+    Ok(tenant.mfa_policy().await? != store::MfaPolicy::Off)
 }
 
 fn scope_string(request: &ValidatedRequest) -> String {
@@ -214,6 +237,7 @@ async fn remember(
         csrf_hash: &hash_secret(csrf),
         user_id: session.map(|s| s.user_id.as_str()),
         auth_time: session.map(|s| s.auth_time),
+        acr_mfa: request.acr_mfa,
         expires_at: now + REQUEST_LIFETIME,
     };
     state

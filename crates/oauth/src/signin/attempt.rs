@@ -96,13 +96,20 @@ impl<'a> Attempt<'a> {
             .and(self.policy.address_verdict(Some(by_address), self.now)))
     }
 
-    /// The password was right: the account's failures are forgiven, attempts still in flight
-    /// keep their places; the address (perhaps shared by many users) only gets its place back.
-    pub(super) async fn succeeded(self) -> Result<(), OAuthError> {
+    /// The password (or second factor) was right: the account's failures are forgiven when
+    /// `forgive` (the sign-in is complete), attempts still in flight keep their places; the
+    /// address (perhaps shared by many users) only gets its place back. A right password
+    /// that still owes a second factor forgives nothing, or the password would reset the
+    /// count that wrong codes build.
+    pub(super) async fn succeeded(self, forgive: bool) -> Result<(), OAuthError> {
         let window_start = self.now - self.policy.window();
         let (tenant, now) = (self.tenant, self.now);
+        let account_end = match forgive {
+            true => AttemptEnd::Succeeded,
+            false => AttemptEnd::Released,
+        };
         tenant
-            .end_signin_attempt(self.account, AttemptEnd::Succeeded, now, window_start)
+            .end_signin_attempt(self.account, account_end, now, window_start)
             .await?;
         tenant
             .end_signin_attempt(self.address, AttemptEnd::Released, now, window_start)

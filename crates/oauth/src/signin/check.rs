@@ -3,14 +3,16 @@
 //! cannot be used to guess. Argon2id runs off the async workers, bounded by the server's
 //! permits.
 
+use std::future::Future;
 use std::net::IpAddr;
 
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::{FailureSubject, TenantStore};
+use store::{FailureSubject, MfaPolicy, SecondFactorStanding, TenantStore};
 
 use super::attempt::Attempt;
 use crate::error::OAuthError;
+use crate::mfa::Factor;
 use crate::password;
 use crate::state::OAuthState;
 use crate::throttle::{self, Verdict};
@@ -18,8 +20,11 @@ use crate::username::Username;
 
 /// What a throttled check found.
 pub(crate) enum Checked {
-    /// The password is this user's.
-    Valid(store::User),
+    /// The password is this user's; `standing` says whether a second factor is owed.
+    Valid {
+        user: store::User,
+        standing: SecondFactorStanding,
+    },
     /// Not checked: the account or the address is locked or waiting, or busy.
     Refused {
         message: String,
@@ -63,12 +68,80 @@ pub(crate) async fn check_throttled(
     };
     match found {
         Found::Valid(user) => {
-            attempt.succeeded().await?;
-            Ok(Checked::Valid(user))
+            let standing = match tenant.second_factor_standing(&user.user_id).await {
+                Ok(standing) => standing,
+                Err(error) => {
+                    attempt.abandon().await;
+                    return Err(error.into());
+                }
+            };
+            attempt.succeeded(!owes_verification(standing)).await?;
+            Ok(Checked::Valid { user, standing })
         }
         Found::Refused(why) => {
             let verdict = attempt.failed().await?;
             Ok(Checked::Wrong { why, verdict })
+        }
+    }
+}
+
+/// Whether a user in this standing must prove a second factor they have.
+pub(crate) fn owes_verification(standing: SecondFactorStanding) -> bool {
+    standing.policy != MfaPolicy::Off && standing.factors.any()
+}
+
+/// What a throttled second-factor check found.
+pub(crate) enum FactorChecked {
+    Valid(Factor),
+    /// Not checked: the account or the address is locked or waiting, or busy.
+    Refused {
+        message: String,
+        first: bool,
+    },
+    /// Checked and refused; what the failure leads to.
+    Wrong {
+        verdict: Verdict,
+    },
+}
+
+/// A second factor checked under the same throttle as the password: a wrong code is a
+/// failed sign-in of the account (and the address), and a right one completes the sign-in
+/// and forgives the account's failures.
+pub(crate) async fn second_factor_throttled<F>(
+    state: &OAuthState,
+    tenant: &TenantStore<'_>,
+    username: &str,
+    address: IpAddr,
+    now: UnixTime,
+    check: F,
+) -> Result<FactorChecked, OAuthError>
+where
+    F: Future<Output = Result<Option<Factor>, OAuthError>>,
+{
+    let address_key = throttle::address_key(address);
+    let account = FailureSubject::Account(username);
+    let from_address = FailureSubject::Address(&address_key);
+    let policy = state.signin.throttle;
+    let attempt = match Attempt::reserve(tenant, policy, account, from_address, now).await? {
+        Ok(attempt) => attempt,
+        Err(refused) => {
+            return Ok(FactorChecked::Refused {
+                message: refused.message,
+                first: refused.first,
+            })
+        }
+    };
+    match check.await {
+        Ok(Some(factor)) => {
+            attempt.succeeded(true).await?;
+            Ok(FactorChecked::Valid(factor))
+        }
+        Ok(None) => Ok(FactorChecked::Wrong {
+            verdict: attempt.failed().await?,
+        }),
+        Err(error) => {
+            attempt.abandon().await;
+            Err(error)
         }
     }
 }

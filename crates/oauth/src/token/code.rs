@@ -123,6 +123,7 @@ pub async fn exchange_code(
         created_at: now,
         revoked_at: None,
         sid: code.sid.clone(),
+        amr: code.amr.clone(),
     };
     let issue = Issue {
         tenant: tenant_id.as_str(),

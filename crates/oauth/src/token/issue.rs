@@ -10,6 +10,7 @@ use serde::Serialize;
 use store::{Grant, User};
 
 use crate::error::OAuthError;
+use crate::mfa;
 use crate::scope::Scope;
 use crate::state::OAuthState;
 
@@ -50,6 +51,9 @@ pub async fn mint(
 ) -> Result<TokenResponse, OAuthError> {
     let issuer = state.config.issuer.as_str().to_owned();
     let has = |scope: Scope| issue.scope.split(' ').any(|s| s == scope.as_str());
+    // Grants older than the second factor were signed in by password alone.
+    let amr = issue.grant.amr.as_deref().unwrap_or("pwd");
+    let acr = mfa::acr_of(amr);
     let access = AccessTokenClaims {
         iss: issuer.clone(),
         sub: issue.user.user_id.clone(),
@@ -63,6 +67,7 @@ pub async fn mint(
         organization_guid: issue.grant.organization_guid.clone(),
         auth_time: issue.grant.auth_time,
         grant_id: issue.grant.grant_id.clone(),
+        acr: Some(acr.to_owned()),
     };
     let id = has(Scope::OpenId).then(|| IdTokenClaims {
         iss: issuer,
@@ -81,6 +86,9 @@ pub async fn mint(
         email_verified: has(Scope::Email).then_some(false),
         // Back-Channel Logout §2.1: the session it was issued in, on refresh too.
         sid: issue.grant.sid.clone(),
+        // Core §2: both describe the sign-in the grant began with, on refresh too.
+        amr: Some(amr.split(' ').map(str::to_owned).collect()),
+        acr: Some(acr.to_owned()),
     });
     let key = Arc::clone(state.signing_keys.current().ring.signing_key());
     // Waiting for a permit is first come, first served (tokio's semaphore is fair).
