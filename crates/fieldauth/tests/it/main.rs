@@ -38,6 +38,8 @@ mod logout;
 mod metrics;
 mod node_support;
 mod nodes;
+mod passkey_support;
+mod passkeys;
 mod password_policy;
 mod recovery;
 mod refresh;

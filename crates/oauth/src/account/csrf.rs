@@ -15,12 +15,12 @@ use crate::secret::hash_secret;
 const LABEL: &str = "fieldauth account form\u{1f}";
 
 /// The token the forms of a page carry for the browser whose cookie holds `cookie_value`.
-pub(super) fn token_for(cookie_value: &str) -> String {
+pub(crate) fn token_for(cookie_value: &str) -> String {
     URL_SAFE_NO_PAD.encode(hash_secret(&format!("{LABEL}{cookie_value}")))
 }
 
 /// True when `presented` is the token for this cookie, compared in constant time.
-pub(super) fn is_valid(presented: Option<&str>, cookie_value: Option<&str>) -> bool {
+pub(crate) fn is_valid(presented: Option<&str>, cookie_value: Option<&str>) -> bool {
     match (presented, cookie_value) {
         (Some(presented), Some(value)) if !presented.is_empty() => {
             bool::from(presented.as_bytes().ct_eq(token_for(value).as_bytes()))
