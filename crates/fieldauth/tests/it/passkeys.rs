@@ -124,7 +124,7 @@ async fn assert_signed_in(response: reqwest::Response) {
         html.contains("name=\"decision\""),
         "not the consent page: {html}"
     );
-    assert!(html.contains("Signed in as alice Example"), "{html}");
+    assert!(html.contains("Signed in as <strong>alice Example</strong>"), "{html}");
 }
 
 /// The response is the sign-in page again, with the one message for every refusal.
@@ -141,6 +141,7 @@ async fn last_passkey_event(app: &TestApp) -> (String, String) {
     let events = app.store.tenant(&tenant).audit_events(50).await.unwrap();
     let event = events
         .into_iter()
+        .rev()
         .find(|e| e.kind.starts_with("mfa.passkey."))
         .expect("a passkey event");
     (event.kind, event.detail)
