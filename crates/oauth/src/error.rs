@@ -89,6 +89,9 @@ pub enum OAuthError {
     /// The SMTP server could not be reached or refused the message.
     #[error("the mail server did not take the message")]
     MailDelivery(#[source] lettre::transport::smtp::Error),
+    /// The WebAuthn library could not start a ceremony or serialize its state (passkeys).
+    #[error("passkeys: {0}")]
+    Passkey(&'static str),
 }
 
 /// How an error goes out as JSON: status, RFC error code, description, challenge.
@@ -176,6 +179,7 @@ impl OAuthError {
             | OAuthError::InvalidMailSetting { .. }
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
+            | OAuthError::Passkey(_)
             | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }

@@ -27,6 +27,8 @@ pub struct Metrics {
     recovery_requests: Family<RecoveryLabels, Counter>,
     recovery_mails: Family<RecoveryLabels, Counter>,
     account: Family<AccountLabels, Counter>,
+    // Passkeys (issue 24).
+    passkeys: Family<PasskeyLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -138,6 +140,13 @@ struct AccountLabels {
     action: &'static str,
 }
 
+// Passkeys (issue 24).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PasskeyLabels {
+    /// registered, removed, used, failed.
+    event: &'static str,
+}
+
 /// Why a grant (a token family) ended early.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // the label values, as Prometheus shows them
@@ -216,6 +225,12 @@ impl Metrics {
             "fieldauth_backchannel_logouts",
             "Back-channel logout token deliveries: delivered, retried, failed (given up)",
             self.backchannel.clone(),
+        );
+        // Passkeys (issue 24).
+        registry.register(
+            "fieldauth_passkeys",
+            "Passkey events: registered, removed, used (an assertion verified), failed (refused)",
+            self.passkeys.clone(),
         );
     }
 
@@ -380,6 +395,31 @@ pub(crate) enum Event<'a> {
         user_id: &'a str,
         address: &'a str,
         audited: bool,
+    },
+    // Passkeys (issue 24). Never a credential, a challenge or a ceremony handle.
+    /// A user registered a passkey on the account page.
+    PasskeyRegistered {
+        user_id: &'a str,
+        name: &'a str,
+        address: &'a str,
+    },
+    /// A user removed one of their passkeys on the account page.
+    PasskeyRemoved {
+        user_id: &'a str,
+        name: &'a str,
+        address: &'a str,
+    },
+    /// A passkey assertion verified: as the second factor, or passwordless.
+    PasskeyUsed {
+        user_id: &'a str,
+        name: &'a str,
+        passwordless: bool,
+    },
+    /// A passkey assertion or registration refused; `user_id` when it is known.
+    PasskeyFailed {
+        user_id: Option<&'a str>,
+        /// Why, for the trail only: "wrong origin", "counter went back"...
+        why: &'a str,
     },
 }
 
@@ -665,6 +705,49 @@ impl OAuthState {
                 detail.push_str("locked: the password was not checked");
                 account_event("account.password_check_refused", now, user_id, address)
             }
+            // Passkeys (issue 24).
+            Event::PasskeyRegistered {
+                user_id,
+                name,
+                address,
+            } => {
+                metrics.passkeys.get_or_create(&passkey("registered")).inc();
+                detail = format!("passkey {name:?}");
+                account_event("mfa.passkey.registered", now, user_id, address)
+            }
+            Event::PasskeyRemoved {
+                user_id,
+                name,
+                address,
+            } => {
+                metrics.passkeys.get_or_create(&passkey("removed")).inc();
+                detail = format!("passkey {name:?}");
+                account_event("mfa.passkey.removed", now, user_id, address)
+            }
+            Event::PasskeyUsed {
+                user_id,
+                name,
+                passwordless,
+            } => {
+                metrics.passkeys.get_or_create(&passkey("used")).inc();
+                let how = match passwordless {
+                    true => "passwordless sign-in",
+                    false => "second factor",
+                };
+                detail = format!("passkey {name:?}; {how}");
+                NewAuditEvent {
+                    client_id: None,
+                    ..audit("mfa.passkey.used", now, Some(user_id), "", None)
+                }
+            }
+            Event::PasskeyFailed { user_id, why } => {
+                metrics.passkeys.get_or_create(&passkey("failed")).inc();
+                detail.push_str(why);
+                NewAuditEvent {
+                    client_id: None,
+                    ..audit("mfa.passkey.failed", now, user_id, "", None)
+                }
+            }
         };
         if !audited {
             return;
@@ -728,6 +811,11 @@ pub(crate) fn factor_method(factor: Factor) -> &'static str {
         Factor::RecoveryCode => "recovery_code",
         Factor::Passkey { .. } => "passkey",
     }
+}
+
+// Passkeys (issue 24).
+fn passkey(event: &'static str) -> PasskeyLabels {
+    PasskeyLabels { event }
 }
 
 fn signin(result: &'static str) -> SignInLabels {

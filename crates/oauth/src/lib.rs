@@ -24,6 +24,8 @@ mod params;
 pub mod password;
 pub mod password_policy;
 pub mod paths;
+// Passkeys at sign-in (issue 24).
+mod passkey_signin;
 pub mod pkce;
 mod random;
 mod recovery;
@@ -78,9 +80,10 @@ pub fn timed_out(path: &str) -> Response {
         | paths::ACCOUNT
         | paths::ACCOUNT_REMOVE_ACCESS
         | paths::ACCOUNT_CHANGE_PASSWORD
-        | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
-            pages::PageError(OAuthError::TimedOut).into_response()
-        }
+        | paths::ACCOUNT_SIGN_OUT_EVERYWHERE
+        | paths::SIGNIN_PASSKEY
+        | paths::ACCOUNT_PASSKEY_ADD
+        | paths::ACCOUNT_PASSKEY_REMOVE => pages::PageError(OAuthError::TimedOut).into_response(),
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -161,6 +164,29 @@ pub fn router(state: OAuthState) -> Router {
         )
         .route(paths::REVOKE, post(revoke::revoke))
         .route(paths::STYLESHEET, get(pages::serve_stylesheet))
+        // Passkeys (issue 24).
+        .route(paths::PASSKEY_SCRIPT, get(pages::serve_passkey_script))
+        .route(
+            paths::SIGNIN_PASSKEY_START,
+            post(passkey_signin::post_signin_passkey_start),
+        )
+        .route(
+            paths::SIGNIN_PASSKEY,
+            post(passkey_signin::post_signin_passkey),
+        )
+        .route(
+            paths::SECOND_FACTOR_PASSKEY_START,
+            post(passkey_signin::post_second_factor_passkey_start),
+        )
+        .route(
+            paths::ACCOUNT_PASSKEY_START,
+            post(account::post_passkey_start),
+        )
+        .route(paths::ACCOUNT_PASSKEY_ADD, post(account::post_passkey_add))
+        .route(
+            paths::ACCOUNT_PASSKEY_REMOVE,
+            post(account::post_passkey_remove),
+        )
         // Every parameter arrives before authentication: bound what one request may send.
         .layer(DefaultBodyLimit::max(params::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(limit_query))

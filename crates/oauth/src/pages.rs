@@ -1,5 +1,6 @@
 //! The server-rendered pages (sign-in, consent, error) and the headers every page carries:
-//! no script at all, a CSP that allows only our stylesheet, no framing, no caching.
+//! a CSP that allows only our stylesheet and our one script (the passkey buttons, which
+//! fetch their options from our origin), no inline script, no framing, no caching.
 
 use askama::Template;
 
@@ -114,6 +115,7 @@ impl IntoResponse for PageError {
             | OAuthError::InvalidMailSetting { .. }
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
+            | OAuthError::Passkey(_)
             | OAuthError::Store(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",
@@ -151,8 +153,8 @@ pub fn render(page: &impl Template, status: StatusCode, forms: FormTarget<'_>) -
         FormTarget::SelfAnd(source) => format!("'self' {source}"),
     };
     let csp = format!(
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action {form_action}; \
-         frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; \
+         img-src 'self'; form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
     );
     let mut response = (status, html).into_response();
     let headers = response.headers_mut();
@@ -195,6 +197,27 @@ pub async fn serve_stylesheet() -> Response {
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/css; charset=utf-8"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=86400"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+const PASSKEY_SCRIPT: &str = include_str!("../assets/passkey.js");
+
+/// `GET /oauth/assets/passkey.js`: the passkey buttons' script (issue 24).
+pub async fn serve_passkey_script() -> Response {
+    let mut response = PASSKEY_SCRIPT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
     );
     headers.insert(
         header::CACHE_CONTROL,

@@ -25,3 +25,15 @@ pub const ACCOUNT: &str = "/account";
 pub const ACCOUNT_REMOVE_ACCESS: &str = "/account/remove-access";
 pub const ACCOUNT_CHANGE_PASSWORD: &str = "/account/change-password";
 pub const ACCOUNT_SIGN_OUT_EVERYWHERE: &str = "/account/sign-out-everywhere";
+// Passkeys (issue 24). Not in discovery: they belong to the sign-in and account pages.
+/// The pages' one script, which drives WebAuthn for the passkey buttons.
+pub const PASSKEY_SCRIPT: &str = "/oauth/assets/passkey.js";
+/// Passwordless sign-in: the options of a discoverable ceremony (JSON), and the form's target.
+pub const SIGNIN_PASSKEY_START: &str = "/oauth/signin/passkey/start";
+pub const SIGNIN_PASSKEY: &str = "/oauth/signin/passkey";
+/// The second factor: the options of a ceremony for the session's user (JSON).
+pub const SECOND_FACTOR_PASSKEY_START: &str = "/oauth/second-factor/passkey/start";
+/// The account page's passkeys: registration options (JSON), add, remove.
+pub const ACCOUNT_PASSKEY_START: &str = "/account/passkeys/start";
+pub const ACCOUNT_PASSKEY_ADD: &str = "/account/passkeys/add";
+pub const ACCOUNT_PASSKEY_REMOVE: &str = "/account/passkeys/remove";

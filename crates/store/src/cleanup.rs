@@ -56,11 +56,12 @@ struct Rule {
 
 /// Every table that holds records that expire, in the order of a pass: refresh tokens before
 /// the grants that can only go once their tokens have. The columns in the conditions are
-/// indexed (migrations 0005, 0007, 0008, 0011), so a batch reads no more than it deletes.
+/// indexed (migrations 0005, 0007, 0008, 0011, 0016), so a batch reads no more than it deletes.
 #[rustfmt::skip]
 const RULES: &[Rule] = &[
     Rule { table: "authorization_requests", key: "tenant_id, request_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
     Rule { table: "password_links", key: "tenant_id, user_id", condition: "expires_at <= $1", cutoff: |r| r.now },
+    Rule { table: "webauthn_ceremonies", key: "tenant_id, ceremony_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
     Rule { table: "browser_sessions", key: "tenant_id, session_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
     Rule { table: "authorization_codes", key: "tenant_id, code_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.code_replay_window },
     Rule { table: "refresh_tokens", key: "tenant_id, token_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.access_token_lifetime },

@@ -19,6 +19,7 @@ pub enum Entity {
     Job,
     Invoice,
     AdminToken,
+    Passkey,
 }
 
 impl fmt::Display for Entity {
@@ -38,6 +39,7 @@ impl fmt::Display for Entity {
             Entity::Job => "job",
             Entity::Invoice => "invoice",
             Entity::AdminToken => "admin token",
+            Entity::Passkey => "passkey",
         })
     }
 }

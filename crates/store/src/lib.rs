@@ -23,6 +23,7 @@ mod grants_admin;
 mod keys;
 mod organizations;
 mod organizations_admin;
+mod passkeys;
 mod password_links;
 mod password_settings;
 mod recovery_quotas;
@@ -38,6 +39,7 @@ mod tenants_admin;
 pub mod testing;
 mod users;
 mod users_admin;
+mod webauthn_ceremonies;
 
 pub use account::{AccountGrant, ACCOUNT_GRANTS_LIMIT, REVOKED_BY_USER};
 pub use admin_tokens::AdminToken;
@@ -67,6 +69,7 @@ pub use grants_admin::{GrantSummary, GrantsOf};
 pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;
 pub use organizations_admin::Member;
+pub use passkeys::{NewPasskey, StoredPasskey};
 pub use password_links::{LinkPurpose, RedeemedLink};
 pub use recovery_quotas::{RecoveryQuota, RecoverySubject};
 pub use revision::Revision;
@@ -78,6 +81,7 @@ pub use tenants::{MfaPolicy, Tenant};
 pub use tenants_admin::TenantUpdate;
 pub use users::{NewUser, User};
 pub use users_admin::{AdminUser, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED};
+pub use webauthn_ceremonies::{Ceremony, CeremonyKind, NewCeremony};
 
 /// Seconds since the Unix epoch: every time the store reads or writes.
 pub type UnixTime = i64;

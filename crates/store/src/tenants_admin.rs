@@ -82,7 +82,7 @@ impl TenantStore<'_> {
 /// Every table with a tenant's rows, children before parents, so each delete finds nothing
 /// that still refers to what it removes (several field-service keys do not cascade). A new
 /// tenant table must be added here, or deleting a tenant leaves its rows behind.
-const TENANT_TABLES: [&str; 29] = [
+const TENANT_TABLES: [&str; 34] = [
     "payments",
     "invoice_lines",
     "invoices",
@@ -104,6 +104,11 @@ const TENANT_TABLES: [&str; 29] = [
     "authorization_request_quotas",
     "browser_sessions",
     "password_links",
+    "webauthn_ceremonies",
+    "passkeys",
+    "webauthn_users",
+    "recovery_codes",
+    "totp_credentials",
     "backchannel_logouts",
     "recovery_quotas",
     "signin_failures",

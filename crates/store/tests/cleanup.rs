@@ -5,9 +5,9 @@
 
 use store::testing::TestDatabase;
 use store::{
-    CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RecoveryQuota,
-    RecoverySubject, RefreshRotation, Retention, Store, TenantId, TenantStore,
+    CeremonyKind, CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
+    NewAuthorizationRequest, NewCeremony, NewClient, NewGrant, NewRefreshToken, NewUser,
+    RecoveryQuota, RecoverySubject, RefreshRotation, Retention, Store, TenantId, TenantStore,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -228,6 +228,17 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         .create_password_link("u2", b"link-live", PASS - 10, PASS + 86_400)
         .await
         .unwrap();
+    // WebAuthn ceremonies: one past its five minutes, one still under way.
+    for (hash, expires_at) in [(&b"cer-old"[..], NOW + 300), (b"cer-live", PASS + 300)] {
+        let ceremony = NewCeremony {
+            ceremony_hash: hash,
+            kind: CeremonyKind::Discover,
+            user_id: None,
+            state: "{}",
+            expires_at,
+        };
+        tenant.create_webauthn_ceremony(&ceremony).await.unwrap();
+    }
     // Codes: one past its replay window, one expired but still inside it.
     tenant
         .create_authorization_code(&code(b"code-old", NOW + 60), NOW)
@@ -303,6 +314,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         [
             ("authorization_requests", 1),
             ("password_links", 1),
+            ("webauthn_ceremonies", 1),
             ("browser_sessions", 1),
             // code-old and the codes of the five grants: all past their replay window.
             ("authorization_codes", 6),
@@ -334,6 +346,12 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         tenant.find_password_link(b"link-live", PASS).await.unwrap(),
         Some("u2".to_owned())
     );
+    assert_eq!(count(db, "webauthn_ceremonies").await, 1);
+    assert!(tenant
+        .take_webauthn_ceremony(b"cer-live", PASS)
+        .await
+        .unwrap()
+        .is_some());
     assert!(tenant
         .find_browser_session(b"ses-live", PASS)
         .await

@@ -124,7 +124,9 @@ fn assert_page_headers(response: &reqwest::Response) {
     let csp = headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     assert!(csp.contains("form-action 'self';"), "{csp}");
-    assert!(!csp.contains("script-src"), "{csp}");
+    // Only our own script (the passkey buttons), never inline.
+    assert!(csp.contains("script-src 'self';"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
 }
 
 /// A 400 page saying `says`.

@@ -212,6 +212,16 @@ impl Browser {
         }
     }
 
+    /// Gives the browser a virtual authenticator (WebAuthn Level 2 §11.2, through
+    /// chromedriver): CTAP2, built in, with resident keys and user verification that always
+    /// succeeds, so passkey ceremonies run without a person.
+    pub async fn add_virtual_authenticator(&self) {
+        self.client
+            .issue_cmd(AddVirtualAuthenticator)
+            .await
+            .expect("adding a virtual authenticator");
+    }
+
     /// Saves what the browser shows, to look at when a test fails.
     pub async fn screenshot_png(&self, path: impl AsRef<Path>) {
         let path = path.as_ref();
@@ -254,6 +264,33 @@ impl Browser {
             );
         }
         found.remove(0)
+    }
+}
+
+/// WebDriver's Add Virtual Authenticator command, which fantoccini does not offer.
+#[derive(Debug)]
+struct AddVirtualAuthenticator;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for AddVirtualAuthenticator {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        let session = session_id.expect("a WebDriver session");
+        base_url.join(&format!("session/{session}/webauthn/authenticator"))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        let options = json!({
+            "protocol": "ctap2",
+            "transport": "internal",
+            "hasResidentKey": true,
+            "hasUserVerification": true,
+            "isUserVerified": true,
+            "isUserConsenting": true,
+        });
+        (axum::http::Method::POST, Some(options.to_string()))
     }
 }
 

@@ -71,7 +71,10 @@ impl Flow {
         self.browser.goto(&self.authorize_url()).await;
         assert_eq!(
             self.browser.page_text().await,
-            format!("Sign in\nto continue to {CLIENT_NAME}\nUsername\nPassword\nSign in"),
+            format!(
+                "Sign in\nto continue to {CLIENT_NAME}\nUsername\nPassword\nSign in\n\
+                 Sign in with a passkey"
+            ),
             "not the sign-in page"
         );
     }

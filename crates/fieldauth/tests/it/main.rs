@@ -39,6 +39,8 @@ mod metrics;
 mod node_support;
 mod nodes;
 mod otp;
+mod passkey_support;
+mod passkeys;
 mod password_policy;
 mod recovery;
 mod refresh;

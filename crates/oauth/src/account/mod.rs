@@ -22,11 +22,14 @@ use crate::secret::hash_secret;
 use crate::session;
 use crate::state::OAuthState;
 
+// Also the passkey endpoints' token (`crate::passkey_signin`, issue 24).
 pub(crate) mod csrf;
 mod page;
+mod passkeys;
 mod password;
 mod signin;
 
+pub use passkeys::{post_passkey_add, post_passkey_remove, post_passkey_start};
 pub use password::post_change_password;
 pub(crate) use signin::{finish_account_signin, post_account_signin, SIGNIN_REQUEST};
 
@@ -37,13 +40,18 @@ enum Notice {
     AccessRemoved,
     PasswordChanged,
     SignedOut,
+    // Passkeys (issue 24).
+    PasskeyAdded,
+    PasskeyRemoved,
 }
 
 impl Notice {
-    const ALL: [Notice; 3] = [
+    const ALL: [Notice; 5] = [
         Notice::AccessRemoved,
         Notice::PasswordChanged,
         Notice::SignedOut,
+        Notice::PasskeyAdded,
+        Notice::PasskeyRemoved,
     ];
 
     fn code(self) -> &'static str {
@@ -51,6 +59,8 @@ impl Notice {
             Notice::AccessRemoved => "access-removed",
             Notice::PasswordChanged => "password-changed",
             Notice::SignedOut => "signed-out",
+            Notice::PasskeyAdded => "passkey-added",
+            Notice::PasskeyRemoved => "passkey-removed",
         }
     }
 
@@ -71,6 +81,10 @@ impl Notice {
                 "You are signed out everywhere. Every session has ended, and every app must ask \
                  for access again."
             }
+            Notice::PasskeyAdded => {
+                "Passkey added. You can sign in with it, and it serves as your second factor."
+            }
+            Notice::PasskeyRemoved => "Passkey removed. It can no longer sign you in.",
         }
     }
 }

@@ -4,6 +4,8 @@
 use askama::Template;
 use axum::http::StatusCode;
 use axum::response::Response;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use jose::UnixTime;
 
 use super::{csrf, Visitor};
@@ -26,6 +28,19 @@ struct AccountPage<'a> {
     notice: Option<&'a str>,
     /// Why the password was not changed, shown by the password form.
     password_message: Option<&'a str>,
+    // Passkeys (issue 24).
+    passkeys: Vec<PasskeyItem>,
+    /// Why a passkey was not added, shown by the passkeys section.
+    passkey_message: Option<&'a str>,
+}
+
+/// One of the user's passkeys, as the page lists it.
+struct PasskeyItem {
+    /// The credential id in base64url: what the remove form names.
+    id: String,
+    name: String,
+    created: Moment,
+    last_used: Option<Moment>,
 }
 
 /// One app with a live grant, as the page lists it.
@@ -60,12 +75,36 @@ impl Moment {
     }
 }
 
+/// What the page says above its sections and beside a form.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Messages<'a> {
+    pub notice: Option<&'a str>,
+    pub password: Option<&'a str>,
+    pub passkey: Option<&'a str>,
+}
+
 /// Renders the page of the signed-in `visitor`.
 pub(super) async fn render(
     state: &OAuthState,
     visitor: &Visitor,
     notice: Option<&str>,
     password_message: Option<&str>,
+    status: StatusCode,
+    now: UnixTime,
+) -> Result<Response, OAuthError> {
+    let messages = Messages {
+        notice,
+        password: password_message,
+        passkey: None,
+    };
+    render_with(state, visitor, messages, status, now).await
+}
+
+/// Renders the page of the signed-in `visitor` with these messages.
+pub(super) async fn render_with(
+    state: &OAuthState,
+    visitor: &Visitor,
+    messages: Messages<'_>,
     status: StatusCode,
     now: UnixTime,
 ) -> Result<Response, OAuthError> {
@@ -95,6 +134,17 @@ pub(super) async fn render(
             client_name: grant.client_name,
         })
         .collect();
+    let passkeys = records
+        .list_passkeys(&user.user_id)
+        .await?
+        .into_iter()
+        .map(|passkey| PasskeyItem {
+            id: URL_SAFE_NO_PAD.encode(&passkey.credential_id),
+            created: Moment::at(passkey.created_at),
+            last_used: passkey.last_used_at.map(Moment::at),
+            name: passkey.name,
+        })
+        .collect();
     let csrf = csrf::token_for(&visitor.cookie_value);
     let page = AccountPage {
         tenant: visitor.tenant.as_str(),
@@ -104,8 +154,10 @@ pub(super) async fn render(
         email: &user.email,
         organizations,
         apps,
-        notice,
-        password_message,
+        notice: messages.notice,
+        password_message: messages.password,
+        passkeys,
+        passkey_message: messages.passkey,
     };
     Ok(pages::render(&page, status, FormTarget::SelfOnly))
 }
@@ -161,9 +213,16 @@ mod tests {
             }],
             notice: None,
             password_message: None,
+            passkeys: vec![PasskeyItem {
+                id: "id\"><u>".to_owned(),
+                name: "<s>Key</s>".to_owned(),
+                created: Moment::at(0),
+                last_used: None,
+            }],
+            passkey_message: None,
         };
         let html = page.render().unwrap();
-        for raw in ["<script>", "<img", "<b>", "<i>"] {
+        for raw in ["<script>", "<img", "<b>", "<i>", "<u>", "<s>"] {
             assert!(!html.contains(raw), "{raw} in {html}");
         }
     }

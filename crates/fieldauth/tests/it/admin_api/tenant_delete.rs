@@ -18,7 +18,7 @@ on_both_backends!(
 );
 
 /// Every table with a `tenant_id` column in the migrations.
-const TENANT_TABLES: [&str; 29] = [
+const TENANT_TABLES: [&str; 34] = [
     "tenants",
     "clients",
     "users",
@@ -48,6 +48,11 @@ const TENANT_TABLES: [&str; 29] = [
     "password_links",
     "backchannel_logouts",
     "recovery_quotas",
+    "totp_credentials",
+    "recovery_codes",
+    "webauthn_users",
+    "passkeys",
+    "webauthn_ceremonies",
 ];
 
 async fn rows_of(app: &TestApp, table: &str, tenant: &str) -> i64 {
