@@ -23,9 +23,9 @@ use crate::mfa::amr_with;
 use crate::mfa::passkeys::{finish_authentication, start_authentication, Challenge, Verified};
 use crate::pages::{self, FormTarget, PageError, SignInPage};
 use crate::params::{FormParams, Params};
-use crate::secret::hash_secret;
 use crate::session;
 use crate::signin::{finish_for_request, start_session, throttle_message, SessionStart};
+use crate::second_factor::Step;
 use crate::state::OAuthState;
 use crate::throttle;
 
@@ -126,8 +126,8 @@ pub async fn post_signin_passkey_start(
 }
 
 /// `POST /oauth/second-factor/passkey/start`: the options of a ceremony for the user of the
-/// browser's session, one that still owes its second factor included. Fields `tenant` and
-/// `csrf` (the token derived from the session cookie, as on the account page).
+/// browser's session, one that still owes its second factor included, from the second
+/// step's form (`tenant`, `request`, `csrf`).
 pub async fn post_second_factor_passkey_start(
     State(state): State<OAuthState>,
     headers: HeaderMap,
@@ -135,32 +135,11 @@ pub async fn post_second_factor_passkey_start(
 ) -> Result<Response, OAuthError> {
     let params = single_params(form)?;
     let now = state.clock.now();
-    let field = |name| params.single(name).ok().flatten();
-    let tenant = field("tenant")
-        .and_then(|tenant| TenantId::parse(tenant).ok())
-        .ok_or(OAuthError::InvalidForm("tenant is missing or invalid"))?;
-    let name = session::cookie_name(&tenant, state.config.issuer.is_https());
-    let cookie = session::read_cookie(&headers, &name);
-    if !csrf::is_valid(field("csrf"), cookie) {
-        return Err(OAuthError::InvalidForm(
-            "The form's security token is missing or wrong.",
-        ));
-    }
-    let records = state.store.tenant(&tenant);
-    let session = match cookie {
-        Some(value) => {
-            records
-                .find_any_browser_session(&hash_secret(value), now)
-                .await?
-        }
-        None => None,
-    };
-    let Some(session) = session else {
-        return Err(OAuthError::InvalidForm(
-            "Your sign-in has ended. Sign in again.",
-        ));
-    };
-    let challenge = start_authentication(&state, &tenant, Some(&session.user_id), now).await?;
+    // The step's own form: checked as its answer will be (request or account page, CSRF
+    // token, the browser's session).
+    let step = Step::load(&state, &params, &headers, now).await?;
+    let (tenant, user_id) = (&step.tenant, step.user.user_id.as_str());
+    let challenge = start_authentication(&state, tenant, Some(user_id), now).await?;
     Ok(challenge_json(challenge))
 }
 

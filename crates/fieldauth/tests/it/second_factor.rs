@@ -16,6 +16,8 @@ use crate::flow::{
 };
 use crate::helpers::{assert_ok, json_output, on_both_backends, TestApp};
 use crate::otp::totp;
+use crate::passkey_support::{origin_of, spawn_on_localhost, Forgery, SoftPasskey};
+use crate::passkeys::register as register_passkey;
 
 on_both_backends!(
     a_required_policy_enrolls_the_user_before_consent_and_the_id_token_says_mfa,
@@ -25,6 +27,7 @@ on_both_backends!(
     acr_values_and_max_age_ask_a_signed_in_user_again,
     password_alone_is_amr_pwd_and_discovery_lists_the_acr_values,
     an_administrators_reset_makes_the_user_enroll_again,
+    a_passkey_is_the_second_factor_after_the_password,
 );
 
 const ALPHA: &str = "10000000-0000-4000-8000-000000000000";
@@ -527,5 +530,59 @@ async fn an_administrators_reset_makes_the_user_enroll_again(db: TestDatabase) {
     ]);
     assert_ok(&trail);
     assert!(String::from_utf8_lossy(&trail.stdout).contains(&seeded.alice_sub));
+    app.stop().await;
+}
+
+/// A user with a passkey and no authenticator app: after the password the step offers the
+/// passkey, whose ceremony (started from the step's own form) completes the sign-in, and
+/// the ID token says `pwd hwk mfa`.
+async fn a_passkey_is_the_second_factor_after_the_password(db: TestDatabase) {
+    let app = spawn_on_localhost(db).await;
+    seed(&app).await;
+    let mut passkey = SoftPasskey::new(&origin_of(&app));
+    register_passkey(&app, &app.browser(), &mut passkey).await;
+    let browser = app.browser();
+    let step = password_step(&app, &browser, &[]).await;
+    assert!(step.contains("data-passkey=\"verify\""), "{step}");
+    assert!(!asks_for_code(&step), "no authenticator app to ask for");
+    let (tenant, request, csrf) = form_handles(&step);
+    let start_url = format!("{}/oauth/second-factor/passkey/start", app.issuer);
+    let fields = [("tenant", tenant.as_str()), ("request", &request), ("csrf", &csrf)];
+    let start = post_form(&browser, &start_url, &fields).await;
+    assert_eq!(start.status(), 200);
+    let options: serde_json::Value = start.json().await.unwrap();
+    let answer_with = |credential: String, ceremony: String| {
+        let (tenant, request, csrf) = (tenant.clone(), request.clone(), csrf.clone());
+        let browser = browser.clone();
+        let url = second_factor_url(&app);
+        async move {
+            let fields = [
+                ("tenant", tenant.as_str()),
+                ("request", &request),
+                ("csrf", &csrf),
+                ("method", "passkey"),
+                ("ceremony", &ceremony),
+                ("credential", &credential),
+            ];
+            post_form(&browser, &url, &fields).await
+        }
+    };
+    let ceremony = options["ceremony"].as_str().unwrap().to_owned();
+    // An assertion for another challenge is a failed second factor.
+    let forged = passkey.assert(&options, Forgery { challenge: Some("AAAA"), ..Forgery::default() });
+    let refused = answer_with(forged, ceremony.clone()).await.text().await.unwrap();
+    assert!(refused.contains("could not be verified"), "{refused}");
+    // The failure is a failed sign-in: the throttle's first wait is a second.
+    app.clock.advance(2);
+    let start = post_form(&browser, &start_url, &fields).await;
+    let options: serde_json::Value = start.json().await.unwrap();
+    let credential = passkey.assert(&options, Forgery::default());
+    let ceremony = options["ceremony"].as_str().unwrap().to_owned();
+    let page = answer_with(credential, ceremony).await.text().await.unwrap();
+    assert!(is_consent(&page), "{page}");
+    let code = approve(&app, &browser, &page).await;
+    let (_, id) = jwt_parts(flow::exchange(&app, &code).await["id_token"].as_str().unwrap());
+    assert_eq!(id["amr"], serde_json::json!(["pwd", "hwk", "mfa"]));
+    assert_eq!(id["acr"], "urn:fieldauth:acr:mfa");
     app.stop().await;
 }

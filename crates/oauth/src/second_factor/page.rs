@@ -61,7 +61,7 @@ pub(crate) fn render(
         csrf: form.csrf,
         message,
         action: paths::SECOND_FACTOR,
-        passkey_start: paths::SECOND_FACTOR,
+        passkey_start: paths::SECOND_FACTOR_PASSKEY_START,
         mode,
     };
     // pages::render sends `no-store`: the page may show a TOTP key or recovery codes.
