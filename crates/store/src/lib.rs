@@ -25,6 +25,7 @@ mod organizations;
 mod organizations_admin;
 mod password_links;
 mod password_settings;
+mod recovery_codes;
 mod recovery_quotas;
 mod request_quotas;
 mod revision;
@@ -35,6 +36,7 @@ mod tenants;
 mod tenants_admin;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod totp_credentials;
 mod users;
 mod users_admin;
 
@@ -73,6 +75,7 @@ pub use session_ends::{SignedOut, REVOKED_PASSWORD_CHANGED};
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::Tenant;
+pub use totp_credentials::{TotpSecret, TotpStatus};
 pub use users::{NewUser, User};
 pub use users_admin::{AdminUser, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED};
 
