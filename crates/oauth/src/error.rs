@@ -89,6 +89,9 @@ pub enum OAuthError {
     /// The SMTP server could not be reached or refused the message.
     #[error("the mail server did not take the message")]
     MailDelivery(#[source] lettre::transport::smtp::Error),
+    /// A TOTP secret could not be sealed or opened with the KEKs given (issue 24).
+    #[error("a second factor's secret could not be sealed or opened")]
+    FactorSealing(#[source] crate::sealing::SealError),
 }
 
 /// How an error goes out as JSON: status, RFC error code, description, challenge.
@@ -176,6 +179,7 @@ impl OAuthError {
             | OAuthError::InvalidMailSetting { .. }
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
+            | OAuthError::FactorSealing(_)
             | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }

@@ -114,6 +114,7 @@ impl IntoResponse for PageError {
             | OAuthError::InvalidMailSetting { .. }
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
+            | OAuthError::FactorSealing(_)
             | OAuthError::Store(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",

@@ -22,3 +22,9 @@ pub const ACCOUNT: &str = "/account";
 pub const ACCOUNT_REMOVE_ACCESS: &str = "/account/remove-access";
 pub const ACCOUNT_CHANGE_PASSWORD: &str = "/account/change-password";
 pub const ACCOUNT_SIGN_OUT_EVERYWHERE: &str = "/account/sign-out-everywhere";
+/// Setting up (GET shows, POST starts), confirming and removing the authenticator app, and
+/// new recovery codes (issue 24).
+pub const ACCOUNT_TOTP_SETUP: &str = "/account/totp/setup";
+pub const ACCOUNT_TOTP_CONFIRM: &str = "/account/totp/confirm";
+pub const ACCOUNT_TOTP_REMOVE: &str = "/account/totp/remove";
+pub const ACCOUNT_RECOVERY_CODES: &str = "/account/recovery-codes";

@@ -85,6 +85,20 @@ impl TenantStore<'_> {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Whether the user has a second factor: a confirmed authenticator app or a passkey.
+    pub async fn has_second_factor(&self, user_id: &str) -> Result<bool, StoreError> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM totp_credentials \
+                     WHERE tenant_id = $1 AND user_id = $2 AND confirmed_at IS NOT NULL) \
+                  + (SELECT COUNT(*) FROM passkeys WHERE tenant_id = $1 AND user_id = $2)",
+        )
+        .bind(self.id_str())
+        .bind(user_id)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(count > 0)
+    }
+
     /// How many of the user's codes are still unused.
     pub async fn remaining_recovery_codes(&self, user_id: &str) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(

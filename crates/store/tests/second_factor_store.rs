@@ -66,6 +66,7 @@ async fn an_authenticator_counts_only_once_confirmed_and_is_replaced_only_when_a
     let (store, t) = seeded(db).await;
     let tenant = store.tenant(&t);
     assert_eq!(tenant.totp_status("u1").await.unwrap(), TotpStatus::None);
+    assert!(!tenant.has_second_factor("u1").await.unwrap());
     let unknown = tenant.save_totp_secret("nobody", b"s", NOW, false).await;
     assert!(
         matches!(unknown, Err(StoreError::NotFound(Entity::User))),
@@ -80,6 +81,7 @@ async fn an_authenticator_counts_only_once_confirmed_and_is_replaced_only_when_a
         tenant.totp_status("u1").await.unwrap(),
         TotpStatus::Unconfirmed
     );
+    assert!(!tenant.has_second_factor("u1").await.unwrap());
     assert_eq!(tenant.confirmed_totp_secret("u1").await.unwrap(), None);
     // Unconfirmed: no code counts for it.
     assert!(!tenant.accept_totp_step("u1", 100).await.unwrap());
@@ -110,6 +112,7 @@ async fn an_authenticator_counts_only_once_confirmed_and_is_replaced_only_when_a
         })
     );
     assert_eq!(tenant.remaining_recovery_codes("u1").await.unwrap(), 10);
+    assert!(tenant.has_second_factor("u1").await.unwrap());
     // Confirmed twice: the second finds nothing unconfirmed.
     assert!(!tenant
         .confirm_totp("u1", b"second", 101, &hashes(2), NOW + 3)
@@ -327,8 +330,10 @@ async fn removing_the_authenticator_keeps_recovery_codes_only_for_a_passkey(db: 
     .unwrap();
     pool.close().await;
     let tenant = store.tenant(&t);
+    assert!(tenant.has_second_factor("u1").await.unwrap());
 
     assert!(tenant.remove_totp("u1").await.unwrap());
+    assert!(!tenant.has_second_factor("u1").await.unwrap());
     assert_eq!(tenant.totp_status("u1").await.unwrap(), TotpStatus::None);
     assert_eq!(tenant.remaining_recovery_codes("u1").await.unwrap(), 0);
     assert!(!tenant.accept_totp_step("u1", 500).await.unwrap());
@@ -336,6 +341,8 @@ async fn removing_the_authenticator_keeps_recovery_codes_only_for_a_passkey(db: 
 
     assert!(tenant.remove_totp("u2").await.unwrap());
     assert_eq!(tenant.remaining_recovery_codes("u2").await.unwrap(), 10);
+    // The passkey is still a second factor.
+    assert!(tenant.has_second_factor("u2").await.unwrap());
 }
 
 async fn one_tenant_never_sees_another_tenants_factors(db: &TestDatabase) {

@@ -26,9 +26,20 @@ mod csrf;
 mod page;
 mod password;
 mod signin;
+// TOTP and recovery codes (issue 24).
+mod factor_pages;
+mod recovery_codes;
+mod totp;
 
 pub use password::post_change_password;
+// TOTP and recovery codes (issue 24); the set-up pages serve sign-in too.
+#[allow(unused_imports)] // the enrollment form is for sign-in's use as well
+pub(crate) use factor_pages::{
+    render_recovery_codes, render_totp_enrollment, EnrollmentForm, Hidden,
+};
+pub use recovery_codes::post_recovery_codes;
 pub(crate) use signin::{finish_account_signin, post_account_signin, SIGNIN_REQUEST};
+pub use totp::{get_totp_setup, post_totp_confirm, post_totp_remove, post_totp_setup};
 
 /// A confirmation after a successful action. The query names one by a fixed code, so a link
 /// cannot put words of its own on the page.
@@ -37,13 +48,18 @@ enum Notice {
     AccessRemoved,
     PasswordChanged,
     SignedOut,
+    // TOTP (issue 24).
+    TotpEnabled,
+    TotpRemoved,
 }
 
 impl Notice {
-    const ALL: [Notice; 3] = [
+    const ALL: [Notice; 5] = [
         Notice::AccessRemoved,
         Notice::PasswordChanged,
         Notice::SignedOut,
+        Notice::TotpEnabled,
+        Notice::TotpRemoved,
     ];
 
     fn code(self) -> &'static str {
@@ -51,6 +67,8 @@ impl Notice {
             Notice::AccessRemoved => "access-removed",
             Notice::PasswordChanged => "password-changed",
             Notice::SignedOut => "signed-out",
+            Notice::TotpEnabled => "totp-enabled",
+            Notice::TotpRemoved => "totp-removed",
         }
     }
 
@@ -70,6 +88,13 @@ impl Notice {
             Notice::SignedOut => {
                 "You are signed out everywhere. Every session has ended, and every app must ask \
                  for access again."
+            }
+            Notice::TotpEnabled => {
+                "Two-step verification is on. Sign-in will ask for a code from your \
+                 authenticator app after your password."
+            }
+            Notice::TotpRemoved => {
+                "The authenticator app is removed. Sign-in no longer asks for its codes."
             }
         }
     }
@@ -295,9 +320,14 @@ fn account_location(tenant: &TenantId, notice: Option<Notice>) -> String {
 
 /// 303 See Other to the page: a reload then repeats the GET, never the POST.
 fn see_other(tenant: &TenantId, notice: Option<Notice>) -> Response {
+    see_other_to(&account_location(tenant, notice))
+}
+
+/// 303 See Other to one of the account pages.
+fn see_other_to(location: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
-    if let Ok(location) = HeaderValue::from_str(&account_location(tenant, notice)) {
+    if let Ok(location) = HeaderValue::from_str(location) {
         headers.insert(header::LOCATION, location);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use jose::UnixTime;
 
+use super::totp::{two_step, TwoStep};
 use super::{csrf, Visitor};
 use crate::error::OAuthError;
 use crate::pages::{self, FormTarget};
@@ -26,6 +27,8 @@ struct AccountPage<'a> {
     notice: Option<&'a str>,
     /// Why the password was not changed, shown by the password form.
     password_message: Option<&'a str>,
+    /// The authenticator app and recovery codes (issue 24).
+    two_step: TwoStep,
 }
 
 /// One app with a live grant, as the page lists it.
@@ -95,6 +98,7 @@ pub(super) async fn render(
             client_name: grant.client_name,
         })
         .collect();
+    let two_step = two_step(state, visitor).await?;
     let csrf = csrf::token_for(&visitor.cookie_value);
     let page = AccountPage {
         tenant: visitor.tenant.as_str(),
@@ -106,6 +110,7 @@ pub(super) async fn render(
         apps,
         notice,
         password_message,
+        two_step,
     };
     Ok(pages::render(&page, status, FormTarget::SelfOnly))
 }
@@ -161,6 +166,11 @@ mod tests {
             }],
             notice: None,
             password_message: None,
+            two_step: TwoStep {
+                authenticator: true,
+                has_factor: true,
+                recovery_codes_left: 3,
+            },
         };
         let html = page.render().unwrap();
         for raw in ["<script>", "<img", "<b>", "<i>"] {
