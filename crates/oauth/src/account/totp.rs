@@ -15,8 +15,8 @@ use store::TotpStatus;
 
 use super::factor_pages::{render_recovery_codes, render_totp_enrollment, EnrollmentForm, Hidden};
 use super::{
-    account_location, csrf, form_params, form_visitor, known_tenant, see_other, see_other_to,
-    signed_in, tenant_cookie, Notice, Visitor,
+    account_location, csrf, form_params, form_visitor, known_tenant, refused, see_other,
+    see_other_to, signed_in, tenant_cookie, Notice, Visitor,
 };
 use crate::client_address::ClientAddress;
 use crate::error::OAuthError;
@@ -66,6 +66,15 @@ pub async fn post_totp_setup(
         Ok(visitor) => visitor,
         Err(response) => return Ok(response),
     };
+    let records = state.store.tenant(&visitor.tenant);
+    let status = records.totp_status(&visitor.user.user_id).await;
+    if let TotpStatus::Confirmed { .. } = status.map_err(OAuthError::from)? {
+        return Ok(refused(
+            "Already set up",
+            "An authenticator app is already set up for your account. Remove it first to set \
+             up another.",
+        ));
+    }
     totp::begin_enrollment(&state, &visitor.tenant, &visitor.user, now).await?;
     Ok(see_other_to(&setup_location(&visitor)))
 }
