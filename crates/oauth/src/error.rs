@@ -92,6 +92,9 @@ pub enum OAuthError {
     /// The WebAuthn library could not start a ceremony or serialize its state (passkeys).
     #[error("passkeys: {0}")]
     Passkey(&'static str),
+    /// A TOTP secret could not be sealed or opened with the KEKs given (issue 24).
+    #[error("a second factor's secret could not be sealed or opened")]
+    FactorSealing(#[source] crate::sealing::SealError),
 }
 
 /// How an error goes out as JSON: status, RFC error code, description, challenge.
@@ -180,6 +183,7 @@ impl OAuthError {
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
             | OAuthError::Passkey(_)
+            | OAuthError::FactorSealing(_)
             | OAuthError::Store(_) => server(StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }

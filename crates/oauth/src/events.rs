@@ -29,6 +29,8 @@ pub struct Metrics {
     account: Family<AccountLabels, Counter>,
     // Passkeys (issue 24).
     passkeys: Family<PasskeyLabels, Counter>,
+    // TOTP and recovery codes (issue 24).
+    mfa: Family<MfaLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -147,6 +149,19 @@ struct PasskeyLabels {
     event: &'static str,
 }
 
+// TOTP and recovery codes (issue 24).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MfaLabels {
+    /// `totp` or `recovery_code`.
+    factor: &'static str,
+    /// `enrolled`, `removed`, `failed`, `generated`, `used`.
+    result: &'static str,
+}
+
+fn mfa(factor: &'static str, result: &'static str) -> MfaLabels {
+    MfaLabels { factor, result }
+}
+
 /// Why a grant (a token family) ended early.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // the label values, as Prometheus shows them
@@ -231,6 +246,13 @@ impl Metrics {
             "fieldauth_passkeys",
             "Passkey events: registered, removed, used (an assertion verified), failed (refused)",
             self.passkeys.clone(),
+        );
+        // TOTP and recovery codes (issue 24).
+        registry.register(
+            "fieldauth_mfa",
+            "Second-factor events by factor (totp, recovery_code) and result (enrolled, \
+             removed, failed, generated, used)",
+            self.mfa.clone(),
         );
     }
 
@@ -420,6 +442,32 @@ pub(crate) enum Event<'a> {
         user_id: Option<&'a str>,
         /// Why, for the trail only: "wrong origin", "counter went back"...
         why: &'a str,
+    },
+    // TOTP and recovery codes (issue 24). No code or secret is ever part of an event.
+    /// An authenticator app was set up and confirmed by a first code.
+    TotpEnrolled {
+        user_id: &'a str,
+    },
+    TotpRemoved {
+        user_id: &'a str,
+    },
+    /// A TOTP code was refused: the first code of a set-up, or (recorded by sign-in) a code
+    /// at sign-in.
+    TotpFailed {
+        user_id: &'a str,
+        address: Option<&'a str>,
+        /// Why, for the trail only.
+        why: &'a str,
+    },
+    /// A new set of recovery codes replaced the user's earlier ones.
+    RecoveryCodesGenerated {
+        user_id: &'a str,
+        count: usize,
+    },
+    /// A recovery code was spent.
+    RecoveryCodeUsed {
+        user_id: &'a str,
+        remaining: i64,
     },
 }
 
@@ -748,6 +796,40 @@ impl OAuthState {
                     ..audit("mfa.passkey.failed", now, user_id, "", None)
                 }
             }
+            // TOTP and recovery codes (issue 24).
+            Event::TotpEnrolled { user_id } => {
+                metrics.mfa.get_or_create(&mfa("totp", "enrolled")).inc();
+                detail.push_str("authenticator app set up");
+                factor_event("mfa.totp.enrolled", now, user_id, None)
+            }
+            Event::TotpRemoved { user_id } => {
+                metrics.mfa.get_or_create(&mfa("totp", "removed")).inc();
+                detail.push_str("authenticator app removed");
+                factor_event("mfa.totp.removed", now, user_id, None)
+            }
+            Event::TotpFailed {
+                user_id,
+                address,
+                why,
+            } => {
+                metrics.mfa.get_or_create(&mfa("totp", "failed")).inc();
+                detail.push_str(why);
+                factor_event("mfa.totp.failed", now, user_id, address)
+            }
+            Event::RecoveryCodesGenerated { user_id, count } => {
+                let labels = mfa("recovery_code", "generated");
+                metrics.mfa.get_or_create(&labels).inc();
+                detail = format!("{count} new recovery codes; the earlier ones no longer work");
+                factor_event("mfa.recovery_codes.generated", now, user_id, None)
+            }
+            Event::RecoveryCodeUsed { user_id, remaining } => {
+                metrics
+                    .mfa
+                    .get_or_create(&mfa("recovery_code", "used"))
+                    .inc();
+                detail = format!("{remaining} recovery code(s) left");
+                factor_event("mfa.recovery_code.used", now, user_id, None)
+            }
         };
         if !audited {
             return;
@@ -789,6 +871,19 @@ fn account_event<'a>(
     NewAuditEvent {
         client_id: None,
         ..audit(kind, occurred_at, Some(subject), "", Some(address))
+    }
+}
+
+/// An event of a user's second factor (issue 24): no client, the address when known.
+fn factor_event<'a>(
+    kind: &'a str,
+    occurred_at: UnixTime,
+    subject: &'a str,
+    address: Option<&'a str>,
+) -> NewAuditEvent<'a> {
+    NewAuditEvent {
+        client_id: None,
+        ..audit(kind, occurred_at, Some(subject), "", address)
     }
 }
 

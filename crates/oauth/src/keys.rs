@@ -61,6 +61,11 @@ impl SigningKeys {
         })
     }
 
+    /// The KEKs of this node, which also seal other secrets read back (TOTP secrets).
+    pub(crate) fn encryption(&self) -> &KeyEncryption {
+        &self.encryption
+    }
+
     /// The keys in use now. Cheap: one read lock and an `Arc` clone.
     pub fn current(&self) -> Arc<LoadedKeys> {
         match self.current.read() {

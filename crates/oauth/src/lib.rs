@@ -83,7 +83,11 @@ pub fn timed_out(path: &str) -> Response {
         | paths::ACCOUNT_SIGN_OUT_EVERYWHERE
         | paths::SIGNIN_PASSKEY
         | paths::ACCOUNT_PASSKEY_ADD
-        | paths::ACCOUNT_PASSKEY_REMOVE => pages::PageError(OAuthError::TimedOut).into_response(),
+        | paths::ACCOUNT_PASSKEY_REMOVE
+        | paths::ACCOUNT_TOTP_SETUP
+        | paths::ACCOUNT_TOTP_CONFIRM
+        | paths::ACCOUNT_TOTP_REMOVE
+        | paths::ACCOUNT_RECOVERY_CODES => pages::PageError(OAuthError::TimedOut).into_response(),
         _ => OAuthError::TimedOut.into_response(),
     }
 }
@@ -105,7 +109,11 @@ async fn limit_query(request: Request, next: Next) -> Response {
             paths::ACCOUNT
             | paths::ACCOUNT_REMOVE_ACCESS
             | paths::ACCOUNT_CHANGE_PASSWORD
-            | paths::ACCOUNT_SIGN_OUT_EVERYWHERE => {
+            | paths::ACCOUNT_SIGN_OUT_EVERYWHERE
+            | paths::ACCOUNT_TOTP_SETUP
+            | paths::ACCOUNT_TOTP_CONFIRM
+            | paths::ACCOUNT_TOTP_REMOVE
+            | paths::ACCOUNT_RECOVERY_CODES => {
                 pages::PageError(OAuthError::UntrustedRequest(TOO_LONG)).into_response()
             }
             _ => OAuthError::InvalidForm(TOO_LONG).into_response(),
@@ -156,6 +164,20 @@ pub fn router(state: OAuthState) -> Router {
         .route(
             paths::ACCOUNT_SIGN_OUT_EVERYWHERE,
             post(account::post_sign_out_everywhere),
+        )
+        // TOTP and recovery codes (issue 24).
+        .route(
+            paths::ACCOUNT_TOTP_SETUP,
+            get(account::get_totp_setup).post(account::post_totp_setup),
+        )
+        .route(
+            paths::ACCOUNT_TOTP_CONFIRM,
+            post(account::post_totp_confirm),
+        )
+        .route(paths::ACCOUNT_TOTP_REMOVE, post(account::post_totp_remove))
+        .route(
+            paths::ACCOUNT_RECOVERY_CODES,
+            post(account::post_recovery_codes),
         )
         .route(paths::TOKEN, post(token::post_token))
         .route(

@@ -116,6 +116,7 @@ impl IntoResponse for PageError {
             | OAuthError::MailMessage(_)
             | OAuthError::MailDelivery(_)
             | OAuthError::Passkey(_)
+            | OAuthError::FactorSealing(_)
             | OAuthError::Store(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong",

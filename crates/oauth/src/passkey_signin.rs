@@ -23,9 +23,9 @@ use crate::mfa::amr_with;
 use crate::mfa::passkeys::{finish_authentication, start_authentication, Challenge, Verified};
 use crate::pages::{self, FormTarget, PageError, SignInPage};
 use crate::params::{FormParams, Params};
+use crate::second_factor::Step;
 use crate::session;
 use crate::signin::{finish_for_request, start_session, throttle_message, SessionStart};
-use crate::second_factor::Step;
 use crate::state::OAuthState;
 use crate::throttle;
 

@@ -37,3 +37,9 @@ pub const SECOND_FACTOR_PASSKEY_START: &str = "/oauth/second-factor/passkey/star
 pub const ACCOUNT_PASSKEY_START: &str = "/account/passkeys/start";
 pub const ACCOUNT_PASSKEY_ADD: &str = "/account/passkeys/add";
 pub const ACCOUNT_PASSKEY_REMOVE: &str = "/account/passkeys/remove";
+/// Setting up (GET shows, POST starts), confirming and removing the authenticator app, and
+/// new recovery codes (issue 24).
+pub const ACCOUNT_TOTP_SETUP: &str = "/account/totp/setup";
+pub const ACCOUNT_TOTP_CONFIRM: &str = "/account/totp/confirm";
+pub const ACCOUNT_TOTP_REMOVE: &str = "/account/totp/remove";
+pub const ACCOUNT_RECOVERY_CODES: &str = "/account/recovery-codes";

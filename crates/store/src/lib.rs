@@ -26,6 +26,7 @@ mod organizations_admin;
 mod passkeys;
 mod password_links;
 mod password_settings;
+mod recovery_codes;
 mod recovery_quotas;
 mod request_quotas;
 mod revision;
@@ -37,6 +38,7 @@ mod tenants;
 mod tenants_admin;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod totp_credentials;
 mod users;
 mod users_admin;
 mod webauthn_ceremonies;
@@ -79,6 +81,8 @@ pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::{MfaPolicy, Tenant};
 pub use tenants_admin::TenantUpdate;
+
+pub use totp_credentials::{TotpSecret, TotpStatus};
 pub use users::{NewUser, User};
 pub use users_admin::{AdminUser, UserChanges, REVOKED_SIGNED_OUT, REVOKED_USER_DISABLED};
 pub use webauthn_ceremonies::{Ceremony, CeremonyKind, NewCeremony};

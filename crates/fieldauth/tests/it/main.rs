@@ -51,5 +51,6 @@ mod signin;
 mod slow_clients;
 mod startup;
 mod token;
+mod totp;
 mod trusted_proxies;
 mod userinfo;

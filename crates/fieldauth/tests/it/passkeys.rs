@@ -315,7 +315,11 @@ async fn the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token(
     register(&app, &http, &mut passkey).await;
     let csrf = hidden(&account_page(&app, &http, "alice").await, "csrf");
     let url = format!("{}/oauth/second-factor/passkey/start", app.issuer);
-    let fields = [("tenant", TENANT), ("request", "account"), ("csrf", csrf.as_str())];
+    let fields = [
+        ("tenant", TENANT),
+        ("request", "account"),
+        ("csrf", csrf.as_str()),
+    ];
     let start = flow::post_form(&http, &url, &fields).await;
     assert_eq!(start.status(), 200);
     let options: Value = start.json().await.unwrap();
@@ -324,7 +328,11 @@ async fn the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token(
     assert_eq!(allowed[0]["id"], b64(&passkey.credential_id));
     assert!(options["ceremony"].as_str().unwrap().len() >= 43);
 
-    let forged = [("tenant", TENANT), ("request", "account"), ("csrf", "forged")];
+    let forged = [
+        ("tenant", TENANT),
+        ("request", "account"),
+        ("csrf", "forged"),
+    ];
     flow::assert_oauth_error(
         flow::post_form(&http, &url, &forged).await,
         400,
@@ -334,7 +342,11 @@ async fn the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token(
     // Bob has a session but no passkey.
     let bob = app.browser();
     let bob_csrf = hidden(&account_page(&app, &bob, "bob").await, "csrf");
-    let fields = [("tenant", TENANT), ("request", "account"), ("csrf", bob_csrf.as_str())];
+    let fields = [
+        ("tenant", TENANT),
+        ("request", "account"),
+        ("csrf", bob_csrf.as_str()),
+    ];
     flow::assert_oauth_error(
         flow::post_form(&bob, &url, &fields).await,
         400,

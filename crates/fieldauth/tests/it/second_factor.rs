@@ -301,8 +301,10 @@ async fn an_enrolled_user_gives_a_code_at_every_sign_in_once_per_step(db: TestDa
         .await
         .unwrap();
     assert!(!is_consent(&again), "a code was accepted twice");
-    // With the tenant's second factors off, the password is enough again.
+    // With the tenant's second factors off, the password is enough again (after the wait
+    // the refused code earned).
     set_policy(&app, "off");
+    app.clock.advance(5);
     let off = password_step(&app, &app.browser(), &[]).await;
     assert!(is_consent(&off), "{off}");
     app.stop().await;
@@ -547,7 +549,11 @@ async fn a_passkey_is_the_second_factor_after_the_password(db: TestDatabase) {
     assert!(!asks_for_code(&step), "no authenticator app to ask for");
     let (tenant, request, csrf) = form_handles(&step);
     let start_url = format!("{}/oauth/second-factor/passkey/start", app.issuer);
-    let fields = [("tenant", tenant.as_str()), ("request", &request), ("csrf", &csrf)];
+    let fields = [
+        ("tenant", tenant.as_str()),
+        ("request", &request),
+        ("csrf", &csrf),
+    ];
     let start = post_form(&browser, &start_url, &fields).await;
     assert_eq!(start.status(), 200);
     let options: serde_json::Value = start.json().await.unwrap();
@@ -569,8 +575,18 @@ async fn a_passkey_is_the_second_factor_after_the_password(db: TestDatabase) {
     };
     let ceremony = options["ceremony"].as_str().unwrap().to_owned();
     // An assertion for another challenge is a failed second factor.
-    let forged = passkey.assert(&options, Forgery { challenge: Some("AAAA"), ..Forgery::default() });
-    let refused = answer_with(forged, ceremony.clone()).await.text().await.unwrap();
+    let forged = passkey.assert(
+        &options,
+        Forgery {
+            challenge: Some("AAAA"),
+            ..Forgery::default()
+        },
+    );
+    let refused = answer_with(forged, ceremony.clone())
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(refused.contains("could not be verified"), "{refused}");
     // The failure is a failed sign-in: the throttle's first wait is a second.
     app.clock.advance(2);
@@ -578,10 +594,18 @@ async fn a_passkey_is_the_second_factor_after_the_password(db: TestDatabase) {
     let options: serde_json::Value = start.json().await.unwrap();
     let credential = passkey.assert(&options, Forgery::default());
     let ceremony = options["ceremony"].as_str().unwrap().to_owned();
-    let page = answer_with(credential, ceremony).await.text().await.unwrap();
+    let page = answer_with(credential, ceremony)
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(is_consent(&page), "{page}");
     let code = approve(&app, &browser, &page).await;
-    let (_, id) = jwt_parts(flow::exchange(&app, &code).await["id_token"].as_str().unwrap());
+    let (_, id) = jwt_parts(
+        flow::exchange(&app, &code).await["id_token"]
+            .as_str()
+            .unwrap(),
+    );
     assert_eq!(id["amr"], serde_json::json!(["pwd", "hwk", "mfa"]));
     assert_eq!(id["acr"], "urn:fieldauth:acr:mfa");
     app.stop().await;

@@ -28,10 +28,21 @@ mod page;
 mod passkeys;
 mod password;
 mod signin;
+// TOTP and recovery codes (issue 24).
+mod factor_pages;
+mod recovery_codes;
+mod totp;
 
 pub use passkeys::{post_passkey_add, post_passkey_remove, post_passkey_start};
 pub use password::post_change_password;
+// TOTP and recovery codes (issue 24); the set-up pages serve sign-in too.
+#[allow(unused_imports)] // the enrollment form is for sign-in's use as well
+pub(crate) use factor_pages::{
+    render_recovery_codes, render_totp_enrollment, EnrollmentForm, Hidden,
+};
+pub use recovery_codes::post_recovery_codes;
 pub(crate) use signin::{finish_account_signin, post_account_signin, SIGNIN_REQUEST};
+pub use totp::{get_totp_setup, post_totp_confirm, post_totp_remove, post_totp_setup};
 
 /// A confirmation after a successful action. The query names one by a fixed code, so a link
 /// cannot put words of its own on the page.
@@ -43,15 +54,20 @@ enum Notice {
     // Passkeys (issue 24).
     PasskeyAdded,
     PasskeyRemoved,
+    // TOTP (issue 24).
+    TotpEnabled,
+    TotpRemoved,
 }
 
 impl Notice {
-    const ALL: [Notice; 5] = [
+    const ALL: [Notice; 7] = [
         Notice::AccessRemoved,
         Notice::PasswordChanged,
         Notice::SignedOut,
         Notice::PasskeyAdded,
         Notice::PasskeyRemoved,
+        Notice::TotpEnabled,
+        Notice::TotpRemoved,
     ];
 
     fn code(self) -> &'static str {
@@ -61,6 +77,8 @@ impl Notice {
             Notice::SignedOut => "signed-out",
             Notice::PasskeyAdded => "passkey-added",
             Notice::PasskeyRemoved => "passkey-removed",
+            Notice::TotpEnabled => "totp-enabled",
+            Notice::TotpRemoved => "totp-removed",
         }
     }
 
@@ -85,6 +103,13 @@ impl Notice {
                 "Passkey added. You can sign in with it, and it serves as your second factor."
             }
             Notice::PasskeyRemoved => "Passkey removed. It can no longer sign you in.",
+            Notice::TotpEnabled => {
+                "Two-step verification is on. Sign-in will ask for a code from your \
+                 authenticator app after your password."
+            }
+            Notice::TotpRemoved => {
+                "The authenticator app is removed. Sign-in no longer asks for its codes."
+            }
         }
     }
 }
@@ -314,9 +339,14 @@ pub(crate) fn home(tenant: &TenantId) -> Response {
 }
 
 fn see_other(tenant: &TenantId, notice: Option<Notice>) -> Response {
+    see_other_to(&account_location(tenant, notice))
+}
+
+/// 303 See Other to one of the account pages.
+fn see_other_to(location: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
-    if let Ok(location) = HeaderValue::from_str(&account_location(tenant, notice)) {
+    if let Ok(location) = HeaderValue::from_str(location) {
         headers.insert(header::LOCATION, location);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

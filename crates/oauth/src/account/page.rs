@@ -8,6 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use jose::UnixTime;
 
+use super::totp::{two_step, TwoStep};
 use super::{csrf, Visitor};
 use crate::error::OAuthError;
 use crate::pages::{self, FormTarget};
@@ -28,6 +29,8 @@ struct AccountPage<'a> {
     notice: Option<&'a str>,
     /// Why the password was not changed, shown by the password form.
     password_message: Option<&'a str>,
+    /// The authenticator app and recovery codes (issue 24).
+    two_step: TwoStep,
     // Passkeys (issue 24).
     passkeys: Vec<PasskeyItem>,
     /// Why a passkey was not added, shown by the passkeys section.
@@ -145,6 +148,7 @@ pub(super) async fn render_with(
             name: passkey.name,
         })
         .collect();
+    let two_step = two_step(state, visitor).await?;
     let csrf = csrf::token_for(&visitor.cookie_value);
     let page = AccountPage {
         tenant: visitor.tenant.as_str(),
@@ -158,6 +162,7 @@ pub(super) async fn render_with(
         password_message: messages.password,
         passkeys,
         passkey_message: messages.passkey,
+        two_step,
     };
     Ok(pages::render(&page, status, FormTarget::SelfOnly))
 }
@@ -220,6 +225,11 @@ mod tests {
                 last_used: None,
             }],
             passkey_message: None,
+            two_step: TwoStep {
+                authenticator: true,
+                has_factor: true,
+                recovery_codes_left: 3,
+            },
         };
         let html = page.render().unwrap();
         for raw in ["<script>", "<img", "<b>", "<i>", "<u>", "<s>"] {
