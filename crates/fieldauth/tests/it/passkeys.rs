@@ -124,7 +124,10 @@ async fn assert_signed_in(response: reqwest::Response) {
         html.contains("name=\"decision\""),
         "not the consent page: {html}"
     );
-    assert!(html.contains("Signed in as <strong>alice Example</strong>"), "{html}");
+    assert!(
+        html.contains("Signed in as <strong>alice Example</strong>"),
+        "{html}"
+    );
 }
 
 /// The response is the sign-in page again, with the one message for every refusal.
