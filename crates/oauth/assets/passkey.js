@@ -13,12 +13,17 @@
 // included) to START_URL, which answers {ceremony, publicKey}; it runs
 // navigator.credentials.get (signin, verify) or .create (register) with the binary fields
 // decoded from base64url, writes the ceremony handle and the credential (JSON, binary fields
-// base64url) into the hidden fields, and submits the form. Without WebAuthn the buttons stay
-// hidden; without this script nothing passkey-related shows and password sign-in works.
+// base64url) into the hidden fields, and submits the form. Without WebAuthn, or on a server
+// addressed by IP, the buttons stay hidden; without this script nothing passkey-related
+// shows and password sign-in works.
 (function () {
   "use strict";
 
-  if (!window.PublicKeyCredential || !window.fetch) {
+  // WebAuthn needs a domain: browsers refuse an IP address as relying party id, so on a
+  // server addressed by IP the buttons would only fail.
+  var host = window.location.hostname;
+  var byAddress = /^[0-9.]+$/.test(host) || host.indexOf(":") >= 0 || host.charAt(0) === "[";
+  if (!window.PublicKeyCredential || !window.fetch || byAddress) {
     return;
   }
 

@@ -71,10 +71,7 @@ impl Flow {
         self.browser.goto(&self.authorize_url()).await;
         assert_eq!(
             self.browser.page_text().await,
-            format!(
-                "Sign in\nto continue to {CLIENT_NAME}\nUsername\nPassword\nSign in\n\
-                 Sign in with a passkey"
-            ),
+            format!("Sign in\nto continue to {CLIENT_NAME}\nUsername\nPassword\nSign in"),
             "not the sign-in page"
         );
     }

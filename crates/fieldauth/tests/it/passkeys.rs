@@ -28,6 +28,7 @@ on_both_backends!(
     assertions_from_another_origin_or_for_another_challenge_are_refused,
     a_signature_counter_that_goes_back_is_refused,
     a_removed_passkey_no_longer_signs_in,
+    a_disabled_users_passkey_signs_nobody_in,
     the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token,
 );
 
@@ -302,6 +303,33 @@ async fn a_removed_passkey_no_longer_signs_in(db: TestDatabase) {
         (kind.as_str(), detail.as_str()),
         ("mfa.passkey.failed", "unknown credential")
     );
+    app.stop().await;
+}
+
+/// A disabled account is refused like any failed sign-in, however good its passkey.
+async fn a_disabled_users_passkey_signs_nobody_in(db: TestDatabase) {
+    let app = spawn_on_localhost(db).await;
+    let mut passkey = alice_with_passkey(&app).await;
+    let tenant = TenantId::parse(TENANT).unwrap();
+    let seeded_alice = "00000000-0000-4000-8000-000000000000";
+    app.store
+        .tenant(&tenant)
+        .disable_user(seeded_alice, app.clock_now())
+        .await
+        .unwrap();
+    let http = app.browser();
+    let (page, options) = passwordless_start(&app, &http).await;
+    let credential = passkey.assert(&options, Forgery::default());
+    let ceremony = options["ceremony"].as_str().unwrap();
+    assert_refused(passwordless_finish(&app, &http, &page, ceremony, &credential).await).await;
+    assert_eq!(
+        last_passkey_event(&app).await,
+        (
+            "mfa.passkey.failed".to_owned(),
+            "account disabled".to_owned()
+        )
+    );
+    assert_eq!(app.rows("browser_sessions").await, 0);
     app.stop().await;
 }
 
