@@ -184,6 +184,9 @@ async fn reseal(
             if !changes.is_empty() {
                 tracing::info!(keys = changes.len(), "signing keys sealed");
             }
+            // The authenticator secrets are sealed under the same KEK (issue 24): they
+            // follow it, so the old KEK can be dropped after a rewrap.
+            crate::mfa::totp::reseal_secrets(store, encryption, selected).await?;
             return Ok(changes.len());
         }
     }

@@ -120,21 +120,6 @@ impl Drop for TestDatabase {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_schema_rides_in_the_connection_options() {
-        assert_eq!(
-            super::with_search_path("postgres://postgres@127.0.0.1:5432/test", "x"),
-            "postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3Dx"
-        );
-        assert_eq!(
-            super::with_search_path("postgres://h/test?sslmode=disable", "x"),
-            "postgres://h/test?sslmode=disable&options=-c%20search_path%3Dx"
-        );
-    }
-}
-
 /// A signed-in session by password alone, as most tests need one.
 pub fn password_session<'a>(
     session_hash: &'a [u8],
@@ -152,5 +137,20 @@ pub fn password_session<'a>(
         mfa_at: None,
         auth_time,
         expires_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_schema_rides_in_the_connection_options() {
+        assert_eq!(
+            super::with_search_path("postgres://postgres@127.0.0.1:5432/test", "x"),
+            "postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3Dx"
+        );
+        assert_eq!(
+            super::with_search_path("postgres://h/test?sslmode=disable", "x"),
+            "postgres://h/test?sslmode=disable&options=-c%20search_path%3Dx"
+        );
     }
 }

@@ -194,4 +194,36 @@ impl TenantStore<'_> {
         self.commit(tx).await?;
         Ok(removed.rows_affected() == 1)
     }
+
+    /// Every stored authenticator secret of the tenant, sealed or not, by user: what a
+    /// change of key encryption key reseals.
+    pub async fn totp_secrets(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT user_id, secret FROM totp_credentials WHERE tenant_id = $1 ORDER BY user_id",
+        )
+        .bind(self.id_str())
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Replaces a user's stored secret while it is still `from` (a secret set up anew
+    /// meanwhile is left alone). True when it was replaced.
+    pub async fn replace_totp_secret(
+        &self,
+        user_id: &str,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE totp_credentials SET secret = $1 \
+             WHERE tenant_id = $2 AND user_id = $3 AND secret = $4",
+        )
+        .bind(to.to_vec())
+        .bind(self.id_str())
+        .bind(user_id)
+        .bind(from.to_vec())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
 }

@@ -384,6 +384,21 @@ async fn the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token(
     app.stop().await;
 }
 
+/// The `amr` of an ID token, as the `openidconnect` crate reads it.
+fn amr_of(
+    claims: &openidconnect::IdTokenClaims<
+        openidconnect::EmptyAdditionalClaims,
+        openidconnect::core::CoreGenderClaim,
+    >,
+) -> Vec<String> {
+    claims
+        .auth_method_refs()
+        .expect("amr")
+        .iter()
+        .map(|method| method.as_str().to_owned())
+        .collect()
+}
+
 /// A callback page a browser can land on; its URL.
 async fn serve_callback() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -399,7 +414,8 @@ async fn serve_callback() -> String {
 /// Issue 24 in a browser: register a passkey on the account page (Chromium's virtual
 /// authenticator: CTAP2, internal, resident keys, user verification), sign out, sign in with
 /// it alone through an `openidconnect` relying party's authorization request (the ID token
-/// verifies), remove it, and see the same passkey refused.
+/// verifies and says `amr` hwk mfa), then as the second factor after the password (`amr` pwd
+/// hwk mfa), remove it, and see the same passkey refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
     let Some(browser) = Browser::launch().await else {
@@ -486,6 +502,57 @@ async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
         .claims(&rp.id_token_verifier(), &nonce)
         .expect("an ID token that verifies");
     assert_eq!(claims.subject().as_str(), seeded.alice_sub);
+    // RFC 8176: a passkey bound to its authenticator, which verified the user: two factors.
+    assert_eq!(amr_of(claims), ["hwk", "mfa"]);
+
+    // The passkey as the second factor: the password, then "Use a passkey" on the step.
+    browser
+        .goto(&format!("{origin}/account?tenant={TENANT}"))
+        .await;
+    browser.click_button("Sign out everywhere").await;
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, _state, nonce) = rp
+        .authorize_url(
+            AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_extra_param("tenant", TENANT)
+        .set_pkce_challenge(challenge)
+        .url();
+    browser.goto(url.as_str()).await;
+    browser.fill_by_label("Username", "alice").await;
+    browser.fill_by_label("Password", PASSWORD).await;
+    browser.click_button("Sign in").await;
+    let text = browser.page_text().await;
+    assert!(text.starts_with("Two-step verification\n"), "{text}");
+    browser.click_button("Use a passkey").await;
+    let text = browser.page_text().await;
+    assert!(text.starts_with("Allow Passkey App"), "{text}");
+    browser.choose_radio_by_label("Alpha").await;
+    browser.click_button("Allow").await;
+    let landed = browser.current_url().await;
+    let code = landed
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .map(|(_, code)| code.into_owned())
+        .unwrap_or_else(|| panic!("no code in {landed}"));
+    let tokens = rp
+        .exchange_code(AuthorizationCode::new(code))
+        .unwrap()
+        .set_pkce_verifier(verifier)
+        .request_async(&app.http)
+        .await
+        .expect("code exchange");
+    let id_token = openidconnect::TokenResponse::id_token(&tokens).expect("an ID token");
+    let claims = id_token
+        .claims(&rp.id_token_verifier(), &nonce)
+        .expect("an ID token that verifies");
+    assert_eq!(amr_of(claims), ["pwd", "hwk", "mfa"]);
+    assert_eq!(
+        claims.auth_context_ref().map(|acr| acr.as_str()),
+        Some("urn:fieldauth:acr:mfa")
+    );
 
     browser
         .goto(&format!("{origin}/account?tenant={TENANT}"))

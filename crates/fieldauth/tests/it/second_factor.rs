@@ -221,7 +221,7 @@ async fn a_required_policy_enrolls_the_user_before_consent_and_the_id_token_says
     let step = wrong.text().await.unwrap();
     assert!(step.contains("That code is not right"), "{step}");
     let key_now = shown_key(&step);
-    assert!(!key_now.is_empty() && !key.is_empty());
+    assert_eq!(key_now, key, "the same key until it is confirmed");
 
     let codes = answer(
         &app,

@@ -257,6 +257,7 @@ async fn an_authenticator_is_set_up_with_a_first_code_and_gives_ten_recovery_cod
     );
 }
 
+/// The key is sealed under the KEK, bound to its tenant and user, and a KEK rewrap moves it.
 async fn the_key_is_sealed_under_the_kek_bound_to_its_user(db: TestDatabase) {
     let app = TestApp::spawn_configured(db, oauth::ThrottlePolicy::default(), |config| {
         let kek = Kek::parse(&[7u8; 32]).unwrap();
@@ -290,6 +291,28 @@ async fn the_key_is_sealed_under_the_kek_bound_to_its_user(db: TestDatabase) {
     assert!(encryption
         .reveal(elsewhere.as_bytes(), &stored.secret)
         .is_err());
+
+    // `keys rewrap` to a new KEK takes the authenticator secrets along, so the old KEK
+    // can go (docs/key-rotation.md).
+    let new_kek = || Kek::parse(&[9u8; 32]).unwrap();
+    let both = KeyEncryption::new(Some(new_kek()), Some(Kek::parse(&[7u8; 32]).unwrap()));
+    oauth::rewrap_stored_keys(&app.store, &both).await.unwrap();
+    let rewrapped = records
+        .confirmed_totp_secret(&seeded.alice_sub)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        oauth::sealing::sealed_by(&rewrapped.secret),
+        Some(new_kek().id())
+    );
+    let only_new = KeyEncryption::new(Some(new_kek()), None);
+    assert_eq!(
+        only_new
+            .reveal(context.as_bytes(), &rewrapped.secret)
+            .unwrap(),
+        key
+    );
 }
 
 async fn forms_of_the_authenticator_without_the_csrf_token_are_refused_and_change_nothing(

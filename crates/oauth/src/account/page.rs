@@ -229,6 +229,7 @@ mod tests {
                 authenticator: true,
                 has_factor: true,
                 recovery_codes_left: 3,
+                offered: true,
             },
         };
         let html = page.render().unwrap();

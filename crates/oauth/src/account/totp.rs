@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
-use store::TotpStatus;
+use store::{MfaPolicy, TotpStatus};
 
 use super::factor_pages::{render_recovery_codes, render_totp_enrollment, EnrollmentForm, Hidden};
 use super::{
@@ -39,18 +39,19 @@ pub(super) struct TwoStep {
     /// Any second factor (the app, or a passkey): recovery codes mean something.
     pub has_factor: bool,
     pub recovery_codes_left: i64,
+    /// The tenant's policy offers second factors (not `off`).
+    pub offered: bool,
 }
 
 pub(super) async fn two_step(state: &OAuthState, visitor: &Visitor) -> Result<TwoStep, OAuthError> {
     let records = state.store.tenant(&visitor.tenant);
     let user_id = &visitor.user.user_id;
+    let standing = records.second_factor_standing(user_id).await?;
     Ok(TwoStep {
-        authenticator: matches!(
-            records.totp_status(user_id).await?,
-            TotpStatus::Confirmed { .. }
-        ),
-        has_factor: records.has_second_factor(user_id).await?,
+        authenticator: standing.factors.totp,
+        has_factor: standing.factors.any(),
         recovery_codes_left: recovery_codes::remaining(state, &visitor.tenant, user_id).await?,
+        offered: standing.policy != MfaPolicy::Off,
     })
 }
 
@@ -67,6 +68,12 @@ pub async fn post_totp_setup(
         Err(response) => return Ok(response),
     };
     let records = state.store.tenant(&visitor.tenant);
+    if records.mfa_policy().await.map_err(OAuthError::from)? == MfaPolicy::Off {
+        return Ok(refused(
+            "Not offered",
+            "Two-step verification is turned off for your organization.",
+        ));
+    }
     let status = records.totp_status(&visitor.user.user_id).await;
     if let TotpStatus::Confirmed { .. } = status.map_err(OAuthError::from)? {
         return Ok(refused(

@@ -19,7 +19,6 @@ const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 /// Spends one of the user's unused codes: true once per code, and audited then. The input
 /// is forgiving: spaces around, any case, the dash or spaces inside or not, and the letters
 /// Crockford's base32 reads as digits (o as 0, i and l as 1).
-#[allow(dead_code)] // sign-in's second-factor step calls it (issue 24)
 pub(crate) async fn redeem(
     state: &OAuthState,
     tenant: &TenantId,

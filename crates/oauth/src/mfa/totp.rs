@@ -6,13 +6,13 @@
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use qrcode::render::svg;
 use qrcode::{EcLevel, QrCode};
-use store::{StoreError, TenantId, UnixTime};
+use store::{Store, StoreError, TenantId, UnixTime};
 use totp_rs::{Algorithm, Builder, Totp};
 
 use super::recovery_codes;
 use crate::error::OAuthError;
 use crate::events::Event;
-use crate::sealing;
+use crate::sealing::{self, KeyEncryption};
 use crate::state::OAuthState;
 
 /// RFC 4226 §4 R6 recommends 160 bits; it is also what authenticator apps expect.
@@ -42,7 +42,6 @@ impl std::fmt::Debug for Enrollment {
 /// step or one either side, and of a step later than the last code accepted (RFC 6238 §5.2:
 /// a code is accepted once). The step is taken by one conditional update, so two nodes
 /// cannot both accept one code. Failures are for the caller to count and audit.
-#[allow(dead_code)] // sign-in's second-factor step calls it (issue 24)
 pub(crate) async fn verify(
     state: &OAuthState,
     tenant: &TenantId,
@@ -261,6 +260,46 @@ fn reveal(
         .encryption()
         .reveal(&context(tenant, user_id), stored)
         .map_err(OAuthError::FactorSealing)
+}
+
+/// Seals anew, with the sealing KEK, every tenant's authenticator secret that `selected`
+/// picks (in clear, or under the other KEK): what a change of KEK does for the signing keys,
+/// so the old KEK can go. Each row is replaced only while it holds what was read; a secret
+/// that does not open fails before its row is written. Returns how many were sealed.
+pub(crate) async fn reseal_secrets(
+    store: &Store,
+    encryption: &KeyEncryption,
+    selected: fn(&KeyEncryption, &[u8]) -> bool,
+) -> Result<usize, OAuthError> {
+    if encryption.sealing_kek().is_none() {
+        return Ok(0);
+    }
+    let mut sealed = 0;
+    for tenant in store.list_tenants().await? {
+        let records = store.tenant(&tenant.tenant_id);
+        for (user_id, stored) in records.totp_secrets().await? {
+            if !selected(encryption, &stored) {
+                continue;
+            }
+            let context = context(&tenant.tenant_id, &user_id);
+            let secret = encryption
+                .reveal(&context, &stored)
+                .map_err(OAuthError::FactorSealing)?;
+            let resealed = encryption
+                .protect(&context, &secret)
+                .map_err(OAuthError::FactorSealing)?;
+            if records
+                .replace_totp_secret(&user_id, &stored, &resealed)
+                .await?
+            {
+                sealed += 1;
+            }
+        }
+    }
+    if sealed > 0 {
+        tracing::info!(secrets = sealed, "authenticator secrets sealed");
+    }
+    Ok(sealed)
 }
 
 /// The name apps show above the codes: the tenant's name, else its id.

@@ -212,7 +212,11 @@ async fn mode_for(
             recovery,
         });
     }
-    let enrollment = mfa::totp::begin_enrollment(state, tenant, user, state.clock.now()).await?;
+    // The key being set up stays the same across a wrong first code.
+    let enrollment = match mfa::totp::pending_enrollment(state, tenant, user).await? {
+        Some(enrollment) => enrollment,
+        None => mfa::totp::begin_enrollment(state, tenant, user, state.clock.now()).await?,
+    };
     Ok(StepMode::Enroll {
         secret: enrollment.secret_base32,
         qr_svg: enrollment.qr_svg,
