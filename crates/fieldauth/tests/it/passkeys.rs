@@ -10,8 +10,8 @@ use axum::routing::get;
 use axum::Router;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{
-    AuthenticationFlow, AuthorizationCode, ClientId, CsrfToken, IssuerUrl, Nonce,
-    PkceCodeChallenge, RedirectUrl,
+    AuthenticationFlow, AuthorizationCode, ClientId, CsrfToken, EndpointMaybeSet, EndpointNotSet,
+    EndpointSet, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
 };
 use serde_json::Value;
 use store::testing::TestDatabase;
@@ -384,19 +384,78 @@ async fn the_second_factor_ceremony_is_for_the_session_user_and_needs_the_token(
     app.stop().await;
 }
 
-/// The `amr` of an ID token, as the `openidconnect` crate reads it.
-fn amr_of(
-    claims: &openidconnect::IdTokenClaims<
-        openidconnect::EmptyAdditionalClaims,
-        openidconnect::core::CoreGenderClaim,
-    >,
-) -> Vec<String> {
-    claims
+/// The relying party as discovery makes it: an authorization endpoint, and the token and
+/// userinfo endpoints the metadata may name.
+type PasskeyRp = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
+
+/// An authorization request of the relying party: where to send the browser, and what
+/// the code exchange and the ID token's check need.
+struct Authorization {
+    url: url::Url,
+    verifier: PkceCodeVerifier,
+    nonce: Nonce,
+}
+
+fn authorization(rp: &PasskeyRp) -> Authorization {
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, _state, nonce) = rp
+        .authorize_url(
+            AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_extra_param("tenant", TENANT)
+        .set_pkce_challenge(challenge)
+        .url();
+    Authorization {
+        url,
+        verifier,
+        nonce,
+    }
+}
+
+/// Allows the consent page the browser shows for Alpha, exchanges the code as the relying
+/// party and verifies the ID token: its `sub`, `amr` and `acr`.
+async fn allow_and_verify(
+    browser: &Browser,
+    rp: &PasskeyRp,
+    app: &TestApp,
+    authorization: Authorization,
+) -> (String, Vec<String>, Option<String>) {
+    browser.choose_radio_by_label("Alpha").await;
+    browser.click_button("Allow").await;
+    let landed = browser.current_url().await;
+    let code = landed
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .map(|(_, code)| code.into_owned())
+        .unwrap_or_else(|| panic!("no code in {landed}"));
+    let tokens = rp
+        .exchange_code(AuthorizationCode::new(code))
+        .unwrap()
+        .set_pkce_verifier(authorization.verifier)
+        .request_async(&app.http)
+        .await
+        .expect("code exchange");
+    let id_token = openidconnect::TokenResponse::id_token(&tokens).expect("an ID token");
+    let claims = id_token
+        .claims(&rp.id_token_verifier(), &authorization.nonce)
+        .expect("an ID token that verifies");
+    let amr = claims
         .auth_method_refs()
         .expect("amr")
         .iter()
         .map(|method| method.as_str().to_owned())
-        .collect()
+        .collect();
+    let acr = claims.auth_context_ref().map(|acr| acr.as_str().to_owned());
+    (claims.subject().as_str().to_owned(), amr, acr)
 }
 
 /// A callback page a browser can land on; its URL.
@@ -463,17 +522,8 @@ async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
     let rp =
         CoreClient::from_provider_metadata(metadata, ClientId::new("passkey-app".into()), None)
             .set_redirect_uri(RedirectUrl::new(callback.clone()).unwrap());
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, _state, nonce) = rp
-        .authorize_url(
-            AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
-            CsrfToken::new_random,
-            Nonce::new_random,
-        )
-        .add_extra_param("tenant", TENANT)
-        .set_pkce_challenge(challenge)
-        .url();
-    browser.goto(url.as_str()).await;
+    let first = authorization(&rp);
+    browser.goto(first.url.as_str()).await;
     let text = browser.page_text().await;
     assert!(text.ends_with("Sign in\nSign in with a passkey"), "{text}");
     browser.click_button("Sign in with a passkey").await;
@@ -482,45 +532,18 @@ async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
         text.starts_with("Allow Passkey App to access your account?\nSigned in as alice Example"),
         "{text}"
     );
-    browser.choose_radio_by_label("Alpha").await;
-    browser.click_button("Allow").await;
-    let landed = browser.current_url().await;
-    let code = landed
-        .query_pairs()
-        .find(|(name, _)| name == "code")
-        .map(|(_, code)| code.into_owned())
-        .unwrap_or_else(|| panic!("no code in {landed}"));
-    let tokens = rp
-        .exchange_code(AuthorizationCode::new(code))
-        .unwrap()
-        .set_pkce_verifier(verifier)
-        .request_async(&app.http)
-        .await
-        .expect("code exchange");
-    let id_token = openidconnect::TokenResponse::id_token(&tokens).expect("an ID token");
-    let claims = id_token
-        .claims(&rp.id_token_verifier(), &nonce)
-        .expect("an ID token that verifies");
-    assert_eq!(claims.subject().as_str(), seeded.alice_sub);
+    let (sub, amr, _) = allow_and_verify(&browser, &rp, &app, first).await;
+    assert_eq!(sub, seeded.alice_sub);
     // RFC 8176: a passkey bound to its authenticator, which verified the user: two factors.
-    assert_eq!(amr_of(claims), ["hwk", "mfa"]);
+    assert_eq!(amr, ["hwk", "mfa"]);
 
     // The passkey as the second factor: the password, then "Use a passkey" on the step.
     browser
         .goto(&format!("{origin}/account?tenant={TENANT}"))
         .await;
     browser.click_button("Sign out everywhere").await;
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, _state, nonce) = rp
-        .authorize_url(
-            AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
-            CsrfToken::new_random,
-            Nonce::new_random,
-        )
-        .add_extra_param("tenant", TENANT)
-        .set_pkce_challenge(challenge)
-        .url();
-    browser.goto(url.as_str()).await;
+    let second = authorization(&rp);
+    browser.goto(second.url.as_str()).await;
     browser.fill_by_label("Username", "alice").await;
     browser.fill_by_label("Password", PASSWORD).await;
     browser.click_button("Sign in").await;
@@ -529,30 +552,9 @@ async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
     browser.click_button("Use a passkey").await;
     let text = browser.page_text().await;
     assert!(text.starts_with("Allow Passkey App"), "{text}");
-    browser.choose_radio_by_label("Alpha").await;
-    browser.click_button("Allow").await;
-    let landed = browser.current_url().await;
-    let code = landed
-        .query_pairs()
-        .find(|(name, _)| name == "code")
-        .map(|(_, code)| code.into_owned())
-        .unwrap_or_else(|| panic!("no code in {landed}"));
-    let tokens = rp
-        .exchange_code(AuthorizationCode::new(code))
-        .unwrap()
-        .set_pkce_verifier(verifier)
-        .request_async(&app.http)
-        .await
-        .expect("code exchange");
-    let id_token = openidconnect::TokenResponse::id_token(&tokens).expect("an ID token");
-    let claims = id_token
-        .claims(&rp.id_token_verifier(), &nonce)
-        .expect("an ID token that verifies");
-    assert_eq!(amr_of(claims), ["pwd", "hwk", "mfa"]);
-    assert_eq!(
-        claims.auth_context_ref().map(|acr| acr.as_str()),
-        Some("urn:fieldauth:acr:mfa")
-    );
+    let (_, amr, acr) = allow_and_verify(&browser, &rp, &app, second).await;
+    assert_eq!(amr, ["pwd", "hwk", "mfa"]);
+    assert_eq!(acr.as_deref(), Some("urn:fieldauth:acr:mfa"));
 
     browser
         .goto(&format!("{origin}/account?tenant={TENANT}"))
@@ -567,7 +569,7 @@ async fn chromium_registers_a_passkey_signs_in_with_it_alone_and_removes_it() {
     browser.click_button("Sign out everywhere").await;
 
     // The authenticator still holds the credential; the server no longer knows it.
-    browser.goto(url.as_str()).await;
+    browser.goto(authorization(&rp).url.as_str()).await;
     browser.click_button("Sign in with a passkey").await;
     let text = browser.page_text().await;
     assert!(text.contains(REFUSED), "{text}");

@@ -36,6 +36,15 @@ fn set_policy(app: &TestApp, policy: &str) {
     assert_ok(&app.cli(&["tenant", "update", "acme", "--mfa", policy]));
 }
 
+/// The HTML a browser gets at `url`.
+async fn open(browser: &reqwest::Client, url: impl reqwest::IntoUrl) -> String {
+    text(browser.get(url).send().await.unwrap()).await
+}
+
+async fn text(response: reqwest::Response) -> String {
+    response.text().await.unwrap()
+}
+
 fn second_factor_url(app: &TestApp) -> String {
     format!("{}/oauth/signin/second-factor", app.issuer)
 }
@@ -87,19 +96,8 @@ fn asks_for_code(page: &str) -> bool {
 /// recovery codes, and the browser, now signed in with both factors, on the consent page.
 async fn enroll_alice(app: &TestApp, browser: &reqwest::Client) -> (String, Vec<String>, String) {
     set_policy(app, "required");
-    let page = browser
-        .get(flow::authorize_url(app, &[]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let step = sign_in(app, browser, &page, "alice", PASSWORD)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = open(browser, flow::authorize_url(app, &[])).await;
+    let step = text(sign_in(app, browser, &page, "alice", PASSWORD).await).await;
     let key = shown_key(&step);
     let codes = answer(
         app,
@@ -125,19 +123,8 @@ async fn password_step(
     browser: &reqwest::Client,
     overrides: &[(&str, Option<&str>)],
 ) -> String {
-    let page = browser
-        .get(flow::authorize_url(app, overrides))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    sign_in(app, browser, &page, "alice", PASSWORD)
-        .await
-        .text()
-        .await
-        .unwrap()
+    let page = open(browser, flow::authorize_url(app, overrides)).await;
+    text(sign_in(app, browser, &page, "alice", PASSWORD).await).await
 }
 
 /// Approves the consent page for Alpha: the code.
@@ -185,19 +172,8 @@ async fn a_required_policy_enrolls_the_user_before_consent_and_the_id_token_says
         .set_pkce_challenge(challenge)
         .url();
     let browser = app.browser();
-    let page = browser
-        .get(url.as_str())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let step = sign_in(&app, &browser, &page, "alice", PASSWORD)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = open(&browser, url.as_str()).await;
+    let step = text(sign_in(&app, &browser, &page, "alice", PASSWORD).await).await;
     assert!(!is_consent(&step), "consent before the second factor");
     assert!(step.contains("<svg"), "a QR code drawn on the server");
     let key = shown_key(&step);
@@ -205,14 +181,7 @@ async fn a_required_policy_enrolls_the_user_before_consent_and_the_id_token_says
     // The password alone signs nothing in: not the consent, not the account page.
     let early = consent(&app, &browser, &step, "allow", Some(ALPHA), &["jobs"]).await;
     assert_eq!(early.status(), 400);
-    let account = browser
-        .get(format!("{}/account?tenant=acme", app.issuer))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let account = open(&browser, format!("{}/account?tenant=acme", app.issuer)).await;
     assert!(account.contains("name=\"password\""), "{account}");
 
     // A wrong first code keeps the user on the step.
@@ -233,11 +202,7 @@ async fn a_required_policy_enrolls_the_user_before_consent_and_the_id_token_says
     .await;
     let codes = codes.text().await.unwrap();
     assert_eq!(shown_recovery_codes(&codes).len(), 10, "{codes}");
-    let consent_page = answer(&app, &browser, &codes, "continue", "")
-        .await
-        .text()
-        .await
-        .unwrap();
+    let consent_page = text(answer(&app, &browser, &codes, "continue", "").await).await;
     assert!(is_consent(&consent_page), "{consent_page}");
     let code = approve(&app, &browser, &consent_page).await;
 
@@ -285,21 +250,13 @@ async fn an_enrolled_user_gives_a_code_at_every_sign_in_once_per_step(db: TestDa
     assert!(replay.contains("That code is not right"), "{replay}");
     app.clock.advance(30);
     let code = totp(&key, app.clock_now());
-    let page = answer(&app, &browser, &replay, "totp", &code)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = text(answer(&app, &browser, &replay, "totp", &code).await).await;
     assert!(is_consent(&page), "{page}");
     // The same code again, from another browser: refused.
     app.clock.advance(1);
     let other = app.browser();
     let step = password_step(&app, &other, &[]).await;
-    let again = answer(&app, &other, &step, "totp", &code)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let again = text(answer(&app, &other, &step, "totp", &code).await).await;
     assert!(!is_consent(&again), "a code was accepted twice");
     // With the tenant's second factors off, the password is enough again (after the wait
     // the refused code earned).
@@ -328,14 +285,7 @@ async fn wrong_codes_are_failed_sign_ins_of_the_account(db: TestDatabase) {
     assert_eq!(right.status(), 429);
     // The lock is the account's: the password is not checked either.
     let fresh = app.browser();
-    let signin = fresh
-        .get(flow::authorize_url(&app, &[]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let signin = open(&fresh, flow::authorize_url(&app, &[])).await;
     let refused = sign_in(&app, &fresh, &signin, "alice", PASSWORD).await;
     assert_eq!(refused.status(), 429);
     let trail = app.cli(&[
@@ -359,11 +309,7 @@ async fn a_recovery_code_signs_in_once(db: TestDatabase) {
     let browser = app.browser();
     let step = password_step(&app, &browser, &[]).await;
     assert!(step.contains("Use a recovery code"), "{step}");
-    let page = answer(&app, &browser, &step, "recovery_code", &recovery[3])
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = text(answer(&app, &browser, &step, "recovery_code", &recovery[3]).await).await;
     assert!(is_consent(&page), "{page}");
     let code = approve(&app, &browser, &page).await;
     let tokens = flow::exchange(&app, &code).await;
@@ -371,11 +317,7 @@ async fn a_recovery_code_signs_in_once(db: TestDatabase) {
     assert_eq!(id["amr"], serde_json::json!(["pwd", "otp", "mfa"]));
     let other = app.browser();
     let step = password_step(&app, &other, &[]).await;
-    let again = answer(&app, &other, &step, "recovery_code", &recovery[3])
-        .await
-        .text()
-        .await
-        .unwrap();
+    let again = text(answer(&app, &other, &step, "recovery_code", &recovery[3]).await).await;
     assert!(again.contains("That code is not right"), "{again}");
     app.stop().await;
 }
@@ -388,42 +330,18 @@ async fn acr_values_and_max_age_ask_a_signed_in_user_again(db: TestDatabase) {
     set_policy(&app, "optional");
     // Signed in with both factors: a plain request goes straight to consent…
     app.clock.advance(30);
-    let plain = browser
-        .get(flow::authorize_url(&app, &[]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let plain = open(&browser, flow::authorize_url(&app, &[])).await;
     assert!(is_consent(&plain), "{plain}");
     // …one with acr_values=…:mfa asks for a factor again first.
     let acr = [("acr_values", Some("urn:fieldauth:acr:mfa"))];
-    let step = browser
-        .get(flow::authorize_url(&app, &acr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let step = open(&browser, flow::authorize_url(&app, &acr)).await;
     assert!(asks_for_code(&step), "{step}");
     // Its consent cannot be posted around the step.
     let around = consent(&app, &browser, &step, "allow", Some(ALPHA), &["jobs"]).await;
     assert_eq!(around.status(), 400);
-    let step = browser
-        .get(flow::authorize_url(&app, &acr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let page = answer(&app, &browser, &step, "totp", &totp(&key, app.clock_now()))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let step = open(&browser, flow::authorize_url(&app, &acr)).await;
+    let page =
+        text(answer(&app, &browser, &step, "totp", &totp(&key, app.clock_now())).await).await;
     assert!(is_consent(&page), "{page}");
     let code = approve(&app, &browser, &page).await;
     let (_, id) = jwt_parts(
@@ -436,37 +354,15 @@ async fn acr_values_and_max_age_ask_a_signed_in_user_again(db: TestDatabase) {
     // max_age exceeded: the password and the factor again.
     app.clock.advance(120);
     let age = [("max_age", Some("60"))];
-    let signin = browser
-        .get(flow::authorize_url(&app, &age))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let signin = open(&browser, flow::authorize_url(&app, &age)).await;
     assert!(signin.contains("name=\"password\""), "{signin}");
-    let step = sign_in(&app, &browser, &signin, "alice", PASSWORD)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let step = text(sign_in(&app, &browser, &signin, "alice", PASSWORD).await).await;
     assert!(asks_for_code(&step), "{step}");
 
     // Bob has no factor: acr_values leads him to set one up, under `optional`.
     let bob = app.browser();
-    let signin = bob
-        .get(flow::authorize_url(&app, &acr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let step = sign_in(&app, &bob, &signin, "bob", PASSWORD)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let signin = open(&bob, flow::authorize_url(&app, &acr)).await;
+    let step = text(sign_in(&app, &bob, &signin, "bob", PASSWORD).await).await;
     assert!(step.contains("<code class=\"secret\">"), "{step}");
     app.stop().await;
 }

@@ -23,6 +23,8 @@ use crate::session;
 use crate::state::OAuthState;
 
 // Also the passkey endpoints' token (`crate::passkey_signin`, issue 24).
+mod form;
+use form::AccountForm;
 pub(crate) mod csrf;
 mod page;
 mod passkeys;
@@ -115,7 +117,7 @@ impl Notice {
 }
 
 /// The signed-in user of a request, and the session it came with.
-struct Visitor {
+pub(crate) struct Visitor {
     tenant: TenantId,
     /// The cookie's value: the session, and the key the page's CSRF token is derived from.
     cookie_value: String,
@@ -151,15 +153,12 @@ pub async fn get_account(
 pub async fn post_remove_access(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let grant_id = params.single("grant").ok().flatten().unwrap_or_default();
     Ok(remove_access(&state, &visitor, grant_id, address, now).await?)
 }
@@ -199,15 +198,12 @@ async fn remove_access(
 pub async fn post_sign_out_everywhere(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params: _,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     Ok(sign_out_everywhere(&state, &visitor, address, now).await?)
 }
 

@@ -10,10 +10,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::json;
 
+use super::form::AccountForm;
 use super::page::{self, Messages};
 use super::{
-    csrf, form_params, form_visitor, known_tenant, refused, see_other, signed_in, tenant_cookie,
-    Notice,
+    csrf, form_params, known_tenant, refused, see_other, signed_in, tenant_cookie, Notice,
 };
 use crate::client_address::ClientAddress;
 use crate::error::OAuthError;
@@ -62,15 +62,12 @@ pub async fn post_passkey_start(
 pub async fn post_passkey_add(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let field = |name| params.single(name).ok().flatten().unwrap_or_default();
     let form = NewPasskeyForm {
         ceremony: field("ceremony"),
@@ -99,15 +96,12 @@ pub async fn post_passkey_add(
 pub async fn post_passkey_remove(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let user_id = &visitor.user.user_id;
     let credential_id = params
         .single("passkey")

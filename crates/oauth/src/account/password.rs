@@ -7,19 +7,19 @@
 use std::net::IpAddr;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use jose::UnixTime;
 use secrecy::SecretString;
 use store::SignedOut;
 use subtle::ConstantTimeEq;
 
-use super::{form_params, form_visitor, page, see_other, Notice, Visitor};
+use super::form::AccountForm;
+use super::{page, see_other, Notice, Visitor};
 use crate::client_address::ClientAddress;
 use crate::error::OAuthError;
 use crate::events::Event;
 use crate::pages::PageError;
-use crate::params::FormParams;
 use crate::password_policy;
 use crate::signin::check::{check_throttled, hash_bounded, Checked};
 use crate::signin::throttle_message;
@@ -46,15 +46,12 @@ impl Refusal {
 pub async fn post_change_password(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let field = |name| params.single(name).ok().flatten();
     let change = Change {
         current: field("current_password"),

@@ -2,28 +2,24 @@
 //! factor, shown once; every earlier code stops working.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::factor_pages::render_recovery_codes;
-use super::{account_location, form_params, form_visitor, refused};
+use super::form::AccountForm;
+use super::{account_location, refused};
 use crate::error::OAuthError;
 use crate::mfa::recovery_codes;
 use crate::pages::PageError;
-use crate::params::FormParams;
 use crate::state::OAuthState;
 
 pub async fn post_recovery_codes(
     State(state): State<OAuthState>,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params: _,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let user_id = &visitor.user.user_id;
     let records = state.store.tenant(&visitor.tenant);
     // Without a second factor a recovery code would recover nothing.

@@ -14,9 +14,10 @@ use secrecy::SecretString;
 use store::{MfaPolicy, TotpStatus};
 
 use super::factor_pages::{render_recovery_codes, render_totp_enrollment, EnrollmentForm, Hidden};
+use super::form::AccountForm;
 use super::{
-    account_location, csrf, form_params, form_visitor, known_tenant, refused, see_other,
-    see_other_to, signed_in, tenant_cookie, Notice, Visitor,
+    account_location, csrf, known_tenant, refused, see_other, see_other_to, signed_in,
+    tenant_cookie, Notice, Visitor,
 };
 use crate::client_address::ClientAddress;
 use crate::error::OAuthError;
@@ -24,7 +25,7 @@ use crate::events::Event;
 use crate::mfa::recovery_codes;
 use crate::mfa::totp::{self, Enrollment};
 use crate::pages::{self, FormTarget, PageError};
-use crate::params::{FormParams, Params};
+use crate::params::Params;
 use crate::paths;
 use crate::signin::check::{check_throttled, Checked};
 use crate::signin::throttle_message;
@@ -58,15 +59,12 @@ pub(super) async fn two_step(state: &OAuthState, visitor: &Visitor) -> Result<Tw
 /// `POST /account/totp/setup`: a new key, then the page that shows it (post/redirect/get).
 pub async fn post_totp_setup(
     State(state): State<OAuthState>,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params: _,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let records = state.store.tenant(&visitor.tenant);
     if records.mfa_policy().await.map_err(OAuthError::from)? == MfaPolicy::Off {
         return Ok(refused(
@@ -110,15 +108,12 @@ pub async fn get_totp_setup(
 /// Wrong: the set-up page again, saying so.
 pub async fn post_totp_confirm(
     State(state): State<OAuthState>,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let code = params.single("code").ok().flatten().unwrap_or_default();
     let user_id = &visitor.user.user_id;
     if let Some(codes) =
@@ -146,15 +141,12 @@ pub async fn post_totp_confirm(
 pub async fn post_totp_remove(
     State(state): State<OAuthState>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
-    form: Result<FormParams, OAuthError>,
+    AccountForm {
+        params,
+        visitor,
+        now,
+    }: AccountForm,
 ) -> Result<Response, PageError> {
-    let params = form_params(form)?;
-    let now = state.clock.now();
-    let visitor = match form_visitor(&state, &params, &headers, now).await? {
-        Ok(visitor) => visitor,
-        Err(response) => return Ok(response),
-    };
     let password = params.single("current_password").ok().flatten();
     match remove_with_password(&state, &visitor, password, address, now).await? {
         Ok(true) => Ok(see_other(&visitor.tenant, Some(Notice::TotpRemoved))),
