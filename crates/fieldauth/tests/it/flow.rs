@@ -349,3 +349,42 @@ pub fn jwt_parts(token: &str) -> (serde_json::Value, serde_json::Value) {
     let header = decode();
     (header, decode())
 }
+
+/// Submits a password link's page (`/account/password`) with a new password and its
+/// confirmation.
+pub async fn submit_password(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    page: &str,
+    password: &str,
+    confirmation: &str,
+) -> reqwest::Response {
+    let fields = [
+        ("token", hidden(page, "token")),
+        ("csrf", hidden(page, "csrf")),
+        ("password", password.to_owned()),
+        ("confirmation", confirmation.to_owned()),
+    ];
+    browser
+        .post(format!("{}/account/password", app.issuer))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Signs in as alice with `password` through the real authorization flow, in a new browser:
+/// true when the consent page shows.
+pub async fn signs_in(app: &TestApp, password: &str) -> bool {
+    let browser = app.browser();
+    let page = browser
+        .get(authorize_url(app, &[]))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let answer = sign_in(app, &browser, &page, "alice", password).await;
+    answer.text().await.unwrap().contains("name=\"decision\"")
+}

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::admin_api::support::AdminClient;
-use crate::flow::{hidden, seed, TENANT};
+use crate::flow::{seed, submit_password, TENANT};
 use crate::helpers::{assert_refused, cli, json_output, on_both_backends, TestApp};
 use store::testing::TestDatabase;
 
@@ -186,18 +186,7 @@ async fn the_password_page_refuses_a_weak_password_and_the_link_stays_usable(db:
         .unwrap();
     // A control character in a form is refused before the form is read (tests/it/bad_input).
     for (weak, why) in &REFUSALS[..4] {
-        let fields = [
-            ("token", hidden(&page, "token")),
-            ("csrf", hidden(&page, "csrf")),
-            ("password", (*weak).to_owned()),
-            ("confirmation", (*weak).to_owned()),
-        ];
-        let response = browser
-            .post(format!("{}/account/password", app.issuer))
-            .form(&fields)
-            .send()
-            .await
-            .unwrap();
+        let response = submit_password(&app, &browser, &page, weak, weak).await;
         assert_eq!(response.status(), 200, "{weak:?}");
         page = response.text().await.unwrap();
         assert!(page.contains("role=\"alert\""), "{weak:?}: {page}");
@@ -208,18 +197,7 @@ async fn the_password_page_refuses_a_weak_password_and_the_link_stays_usable(db:
             .filter(|line| line.contains("type=\"password\""));
         assert!(fields.clone().count() == 2 && fields.clone().all(|f| !f.contains("value=")));
     }
-    let fields = [
-        ("token", hidden(&page, "token")),
-        ("csrf", hidden(&page, "csrf")),
-        ("password", STRONG.to_owned()),
-        ("confirmation", STRONG.to_owned()),
-    ];
-    let done = browser
-        .post(format!("{}/account/password", app.issuer))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let done = submit_password(&app, &browser, &page, STRONG, STRONG).await;
     assert_eq!(done.status(), 200);
     assert!(done.text().await.unwrap().contains("Password set"));
 }

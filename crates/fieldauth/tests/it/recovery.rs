@@ -13,8 +13,8 @@ use store::testing::TestDatabase;
 use store::{AuditFilter, TenantId};
 
 use crate::flow::{
-    assert_oauth_error, authorize_url, code_for, exchange, hidden, seed, sign_in, token_request,
-    CLIENT_ID, PASSWORD, TENANT,
+    assert_oauth_error, authorize_url, code_for, exchange, hidden, seed, signs_in, submit_password,
+    token_request, CLIENT_ID, PASSWORD, TENANT,
 };
 use crate::helpers::{eventually, on_both_backends, TestApp};
 
@@ -217,21 +217,6 @@ async fn metrics(app: &TestApp) -> String {
         .unwrap()
 }
 
-/// Signs in as alice through the real authorization flow: true when the consent page shows.
-async fn signs_in(app: &TestApp, password: &str) -> bool {
-    let browser = app.browser();
-    let page = browser
-        .get(authorize_url(app, &[]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let answer = sign_in(app, &browser, &page, "alice", password).await;
-    answer.text().await.unwrap().contains("name=\"decision\"")
-}
-
 async fn without_mail_there_is_no_link_and_no_recovery_page(db: TestDatabase) {
     let app = TestApp::spawn(db).await;
     seed(&app).await;
@@ -315,28 +300,12 @@ async fn a_mailed_link_resets_the_password_once_and_ends_every_session_and_grant
     let page = browser.get(&link).send().await.unwrap();
     assert_eq!(page.status(), 200);
     let page = page.text().await.unwrap();
-    let fields = [
-        ("token", hidden(&page, "token")),
-        ("csrf", hidden(&page, "csrf")),
-        ("password", NEW_PASSWORD.to_owned()),
-        ("confirmation", NEW_PASSWORD.to_owned()),
-    ];
-    let set = browser
-        .post(format!("{}/account/password", app.issuer))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let set = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert_eq!(set.status(), 200);
     assert!(set.text().await.unwrap().contains("Password set"));
     let again = browser.get(&link).send().await.unwrap();
     assert_eq!(again.status(), 400);
-    let replay = browser
-        .post(format!("{}/account/password", app.issuer))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let replay = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert_eq!(replay.status(), 400);
 
     // The reset ended the refresh token's grant and the old browser's session.

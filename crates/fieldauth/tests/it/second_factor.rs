@@ -332,6 +332,13 @@ async fn acr_values_and_max_age_ask_a_signed_in_user_again(db: TestDatabase) {
     app.clock.advance(30);
     let plain = open(&browser, flow::authorize_url(&app, &[])).await;
     assert!(is_consent(&plain), "{plain}");
+    // …and so does one that accepts `…:pwd` too (Core §3.1.2.1: any listed value will do).
+    let either = [(
+        "acr_values",
+        Some("urn:fieldauth:acr:pwd urn:fieldauth:acr:mfa"),
+    )];
+    let either = open(&browser, flow::authorize_url(&app, &either)).await;
+    assert!(is_consent(&either), "{either}");
     // …one with acr_values=…:mfa asks for a factor again first.
     let acr = [("acr_values", Some("urn:fieldauth:acr:mfa"))];
     let step = open(&browser, flow::authorize_url(&app, &acr)).await;

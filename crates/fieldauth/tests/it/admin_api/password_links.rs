@@ -6,7 +6,7 @@ use reqwest::Response;
 use serde_json::json;
 
 use super::support::AdminClient;
-use crate::flow::{authorize_url, hidden, seed, sign_in, PASSWORD, TENANT};
+use crate::flow::{seed, signs_in, submit_password, PASSWORD, TENANT};
 use crate::helpers::{assert_refused, json_output, on_both_backends, TestApp};
 use store::testing::TestDatabase;
 
@@ -39,42 +39,6 @@ async fn open(browser: &reqwest::Client, url: &str) -> (u16, String) {
     (status, response.text().await.unwrap())
 }
 
-async fn submit(
-    app: &TestApp,
-    browser: &reqwest::Client,
-    page: &str,
-    password: &str,
-    confirmation: &str,
-) -> Response {
-    let fields = [
-        ("token", hidden(page, "token")),
-        ("csrf", hidden(page, "csrf")),
-        ("password", password.to_owned()),
-        ("confirmation", confirmation.to_owned()),
-    ];
-    browser
-        .post(format!("{}/account/password", app.issuer))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap()
-}
-
-/// Signs in as alice through the real authorization flow: true when the consent page shows.
-async fn signs_in(app: &TestApp, password: &str) -> bool {
-    let browser = app.browser();
-    let page = browser
-        .get(authorize_url(app, &[]))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let answer = sign_in(app, &browser, &page, "alice", password).await;
-    answer.text().await.unwrap().contains("name=\"decision\"")
-}
-
 #[track_caller]
 fn assert_page_headers(response: &Response) {
     let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
@@ -102,7 +66,7 @@ async fn a_link_sets_the_password_once_and_the_user_signs_in_with_it(db: TestDat
     assert_page_headers(&response);
     let page = response.text().await.unwrap();
     assert!(page.contains("alice"), "{page}");
-    let done = submit(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
+    let done = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert_eq!(done.status(), 200);
     assert_page_headers(&done);
     assert!(done.text().await.unwrap().contains("Password set"));
@@ -116,7 +80,7 @@ async fn a_link_sets_the_password_once_and_the_user_signs_in_with_it(db: TestDat
     let (status, again) = open(&browser, &url).await;
     assert_eq!(status, 400);
     assert!(again.contains(DEAD_LINK), "{again}");
-    let replay = submit(&app, &browser, &page, "yet another one", "yet another one").await;
+    let replay = submit_password(&app, &browser, &page, "yet another one", "yet another one").await;
     assert_eq!(replay.status(), 400);
     assert!(signs_in(&app, NEW_PASSWORD).await);
 
@@ -155,7 +119,7 @@ async fn a_second_link_ends_the_first_and_a_day_later_a_link_is_dead(db: TestDat
     let (status, expired) = open(&browser, &second).await;
     assert_eq!(status, 400);
     assert!(expired.contains(DEAD_LINK), "{expired}");
-    let late = submit(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
+    let late = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert_eq!(late.status(), 400);
     assert!(signs_in(&app, PASSWORD).await, "the password is unchanged");
 
@@ -177,13 +141,13 @@ async fn the_form_needs_its_security_token_and_the_same_password_twice(db: TestD
     let (_, page) = open(&browser, &url).await;
 
     // Another browser (no cookie) with the page's values: a forged form.
-    let forged = submit(&app, &app.browser(), &page, NEW_PASSWORD, NEW_PASSWORD).await;
+    let forged = submit_password(&app, &app.browser(), &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert_eq!(forged.status(), 400);
     assert!(forged.text().await.unwrap().contains("security token"));
-    let differ = submit(&app, &browser, &page, NEW_PASSWORD, "something else").await;
+    let differ = submit_password(&app, &browser, &page, NEW_PASSWORD, "something else").await;
     assert_eq!(differ.status(), 200);
     assert!(differ.text().await.unwrap().contains("differ"));
-    let short = submit(&app, &browser, &page, "short", "short").await;
+    let short = submit_password(&app, &browser, &page, "short", "short").await;
     assert!(short
         .text()
         .await
@@ -200,7 +164,7 @@ async fn the_form_needs_its_security_token_and_the_same_password_twice(db: TestD
     assert!(signs_in(&app, PASSWORD).await, "nothing changed so far");
 
     // The link is still live after all that.
-    let done = submit(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
+    let done = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert!(done.text().await.unwrap().contains("Password set"));
     app.stop().await;
 }
@@ -261,7 +225,7 @@ async fn the_cli_issues_a_link_that_works(db: TestDatabase) {
     let browser = app.browser();
     let (status, page) = open(&browser, &url).await;
     assert_eq!(status, 200, "{page}");
-    let done = submit(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
+    let done = submit_password(&app, &browser, &page, NEW_PASSWORD, NEW_PASSWORD).await;
     assert!(done.text().await.unwrap().contains("Password set"));
     assert!(signs_in(&app, NEW_PASSWORD).await);
 
