@@ -106,7 +106,7 @@ impl ResponseCache {
     pub fn lookup(
         &self,
         token: &str,
-        request: &async_graphql::Request,
+        request: &mut async_graphql::Request,
         data_version: Option<i64>,
     ) -> Lookup {
         let Some(data_version) = data_version else {
@@ -193,12 +193,14 @@ fn cost(body: &Bytes) -> usize {
 }
 
 /// Whether the operation the request runs is a query. A document that does not parse, or
-/// names no operation it holds, is not: it runs and gets its error uncached.
-fn is_query(request: &async_graphql::Request) -> bool {
-    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
+/// names no operation it holds, is not: it runs and gets its error uncached. The parse is
+/// kept in the request for the schema.
+fn is_query(request: &mut async_graphql::Request) -> bool {
+    let name = request.operation_name.clone();
+    let Ok(document) = request.parsed_query() else {
         return false;
     };
-    let operation = match (&document.operations, request.operation_name.as_deref()) {
+    let operation = match (&document.operations, name.as_deref()) {
         (DocumentOperations::Single(operation), None) => Some(operation),
         (DocumentOperations::Single(_), Some(_)) => None,
         (DocumentOperations::Multiple(operations), Some(name)) => operations.get(name),
@@ -248,7 +250,7 @@ mod tests {
     }
 
     /// Looks up, and on a miss keeps `answer`; returns what the lookup found.
-    fn serve(cache: &ResponseCache, token: &str, r: &async_graphql::Request, v: i64) -> Lookup {
+    fn serve(cache: &ResponseCache, token: &str, r: &mut async_graphql::Request, v: i64) -> Lookup {
         let lookup = cache.lookup(token, r, Some(v));
         if let Lookup::Miss(key, version) = &lookup {
             cache.put(
@@ -279,46 +281,61 @@ mod tests {
             if let Some(name) = operation {
                 r = r.operation_name(name);
             }
-            assert_eq!(is_query(&r), kept, "{query} / {operation:?}");
+            assert_eq!(is_query(&mut r), kept, "{query} / {operation:?}");
         }
     }
 
     #[test]
     fn an_answer_is_reused_for_the_same_token_request_and_version_only() {
         let cache = ResponseCache::new(1 << 20);
-        let jobs = request("{ jobs { id } }");
-        assert!(matches!(serve(&cache, "t1", &jobs, 7), Lookup::Miss(..)));
+        let mut jobs = request("{ jobs { id } }");
+        assert!(matches!(
+            serve(&cache, "t1", &mut jobs, 7),
+            Lookup::Miss(..)
+        ));
         assert_eq!(
-            hit(&serve(&cache, "t1", &jobs, 7)),
+            hit(&serve(&cache, "t1", &mut jobs, 7)),
             Some(&b"t1:{ jobs { id } }:7"[..])
         );
         // Another token (another grant, scope or organization) never shares it.
-        assert!(matches!(serve(&cache, "t2", &jobs, 7), Lookup::Miss(..)));
+        assert!(matches!(
+            serve(&cache, "t2", &mut jobs, 7),
+            Lookup::Miss(..)
+        ));
         // Nor another query, operation or variables.
-        let other = request("{ jobs { id title } }");
-        assert!(matches!(serve(&cache, "t1", &other, 7), Lookup::Miss(..)));
-        let with_variables = request("{ jobs { id } }").variables(
+        let mut other = request("{ jobs { id title } }");
+        assert!(matches!(
+            serve(&cache, "t1", &mut other, 7),
+            Lookup::Miss(..)
+        ));
+        let mut with_variables = request("{ jobs { id } }").variables(
             async_graphql::Variables::from_json(serde_json::json!({ "first": 2 })),
         );
         assert!(matches!(
-            serve(&cache, "t1", &with_variables, 7),
+            serve(&cache, "t1", &mut with_variables, 7),
             Lookup::Miss(..)
         ));
         // A write raised the version: the old answer is gone, not just passed over.
-        assert!(matches!(serve(&cache, "t1", &jobs, 8), Lookup::Miss(..)));
-        assert!(matches!(serve(&cache, "t1", &jobs, 7), Lookup::Miss(..)));
+        assert!(matches!(
+            serve(&cache, "t1", &mut jobs, 8),
+            Lookup::Miss(..)
+        ));
+        assert!(matches!(
+            serve(&cache, "t1", &mut jobs, 7),
+            Lookup::Miss(..)
+        ));
     }
 
     #[test]
     fn no_version_or_no_budget_keeps_nothing() {
         let cache = ResponseCache::new(1 << 20);
         assert!(matches!(
-            cache.lookup("t", &request("{ a }"), None),
+            cache.lookup("t", &mut request("{ a }"), None),
             Lookup::Bypass
         ));
         let off = ResponseCache::new(0);
         assert!(matches!(
-            off.lookup("t", &request("{ a }"), Some(1)),
+            off.lookup("t", &mut request("{ a }"), Some(1)),
             Lookup::Bypass
         ));
         off.put(key("t", &request("{ a }")).unwrap(), 1, Bytes::from("x"));

@@ -65,33 +65,50 @@ async fn graphql(
         Ok(authenticated) => authenticated,
         Err(error) => return error.into_response(),
     };
-    let request: async_graphql::Request = match serde_json::from_slice(&body) {
+    let mut request: async_graphql::Request = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(_) => {
             return ApiError::BadUserInput("the body must be a GraphQL request in JSON".into())
                 .into_response()
         }
     };
-    let lookup = state
-        .cache
-        .lookup(authenticated.token, &request, authenticated.data_version);
+    // The document is parsed once, here, and kept in the request: the check, the cache and
+    // the schema all read that parse.
+    if let Err(error) = schema::control_characters::check(&mut request) {
+        return answer(async_graphql::Response::from_errors(vec![error])).0;
+    }
+    let lookup = state.cache.lookup(
+        authenticated.token,
+        &mut request,
+        authenticated.data_version,
+    );
     if let Lookup::Hit(body) = lookup {
         return json_body(body);
     }
-    let mut response = execute(&state, authenticated.caller, request).await;
+    let response = execute(&state, authenticated.caller, request).await;
+    let (answer, kept) = answer(response);
+    if let (Lookup::Miss(key, data_version), Some(body)) = (lookup, kept) {
+        state.cache.put(key, data_version, body);
+    }
+    answer
+}
+
+/// The HTTP answer to a GraphQL response, and its body again if it may be kept (it holds no
+/// error).
+fn answer(mut response: async_graphql::Response) -> (Response, Option<Bytes>) {
     label_request_errors(&mut response);
     let keep = response.is_ok();
-    let body = match serde_json::to_vec(&response) {
-        Ok(body) => Bytes::from(body),
+    match serde_json::to_vec(&response) {
+        Ok(body) => {
+            let body = Bytes::from(body);
+            let kept = keep.then(|| body.clone());
+            (json_body(body), kept)
+        }
         Err(error) => {
             tracing::error!(%error, "cannot serialize a GraphQL response");
-            return ApiError::Internal.into_response();
+            (ApiError::Internal.into_response(), None)
         }
-    };
-    if let (Lookup::Miss(key, data_version), true) = (lookup, keep) {
-        state.cache.put(key, data_version, body.clone());
     }
-    json_body(body)
 }
 
 fn json_body(body: Bytes) -> Response {

@@ -6,8 +6,10 @@
 //! What "can no longer be used" means is the caller's policy ([`Retention`]); the store only
 //! applies it. A table is cleaned by one line of [`RULES`].
 
+use sqlx::any::AnyArguments;
 use sqlx::pool::PoolConnection;
-use sqlx::Any;
+use sqlx::query::{Query, QueryScalar};
+use sqlx::{Any, AnyPool};
 
 use crate::db::{Backend, Database, Store};
 use crate::error::StoreError;
@@ -108,40 +110,44 @@ impl Store {
             ..CleanupReport::default()
         };
         for database in self.databases() {
-            let mut conn = database.pool().acquire().await?;
-            if database.backend() == Backend::Postgres {
-                // A connection that fails mid-pass is closed, not pooled with the lock held.
-                conn.close_on_drop();
-                self.count_statement();
-                let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-                    .bind(CLEANUP_LOCK)
-                    .fetch_one(&mut *conn)
-                    .await?;
-                if !locked {
-                    report.skipped.push(database.name().to_owned());
-                    continue;
+            let mut lane = match database.backend() {
+                Backend::Postgres => {
+                    let mut conn = database.pool().acquire().await?;
+                    // A connection that fails mid-pass is closed, not pooled with the lock held.
+                    conn.close_on_drop();
+                    self.count_statement();
+                    let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                        .bind(CLEANUP_LOCK)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    if !locked {
+                        report.skipped.push(database.name().to_owned());
+                        continue;
+                    }
+                    Lane::Locked(conn)
                 }
-            }
+                Backend::Sqlite => Lane::Pooled(database.pool().clone()),
+            };
             let mut deleted_here = 0;
             for (rule, (_, count)) in RULES.iter().zip(report.deleted.iter_mut()) {
                 let n = self
-                    .delete_expired(database, &mut conn, rule, retention, batch)
+                    .delete_expired(database, &mut lane, rule, retention, batch)
                     .await?;
                 *count += n;
                 deleted_here += n;
             }
-            match database.backend() {
-                Backend::Postgres => {
+            match lane {
+                Lane::Locked(mut conn) => {
                     self.count_statement();
                     sqlx::query("SELECT pg_advisory_unlock($1)")
                         .bind(CLEANUP_LOCK)
                         .execute(&mut *conn)
                         .await?;
                 }
-                Backend::Sqlite if deleted_here > 0 => {
-                    report.pages_released += self.release_free_pages(database, &mut conn).await?;
+                Lane::Pooled(_) if deleted_here > 0 => {
+                    report.pages_released += self.release_free_pages(database, &mut lane).await?;
                 }
-                Backend::Sqlite => {}
+                Lane::Pooled(_) => {}
             }
         }
         Ok(report)
@@ -151,7 +157,7 @@ impl Store {
     async fn delete_expired(
         &self,
         database: &Database,
-        conn: &mut PoolConnection<Any>,
+        lane: &mut Lane,
         rule: &Rule,
         retention: &Retention,
         batch: i64,
@@ -177,12 +183,9 @@ impl Store {
                 None => None,
             };
             self.count_statement();
-            let deleted = sqlx::query(&statement)
-                .bind(cutoff)
-                .bind(batch)
-                .execute(&mut **conn)
-                .await?
-                .rows_affected();
+            let deleted = lane
+                .execute(sqlx::query(&statement).bind(cutoff).bind(batch))
+                .await?;
             total += deleted;
             if deleted < u64::try_from(batch).unwrap_or(0) {
                 return Ok(total);
@@ -197,11 +200,11 @@ impl Store {
     async fn release_free_pages(
         &self,
         database: &Database,
-        conn: &mut PoolConnection<Any>,
+        lane: &mut Lane,
     ) -> Result<u64, StoreError> {
         self.count_statement();
-        let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
-            .fetch_one(&mut **conn)
+        let mode = lane
+            .number(sqlx::query_scalar("PRAGMA auto_vacuum"))
             .await?;
         // 2 is INCREMENTAL.
         if mode != 2 {
@@ -209,7 +212,7 @@ impl Store {
         }
         let mut released = 0;
         loop {
-            let before = self.free_pages(conn).await?;
+            let before = self.free_pages(lane).await?;
             if before == 0 {
                 return Ok(released);
             }
@@ -219,11 +222,12 @@ impl Store {
                     None => None,
                 };
                 self.count_statement();
-                sqlx::query(&format!("PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})"))
-                    .execute(&mut **conn)
-                    .await?;
+                lane.execute(sqlx::query(&format!(
+                    "PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})"
+                )))
+                .await?;
             }
-            let after = self.free_pages(conn).await?;
+            let after = self.free_pages(lane).await?;
             if after >= before {
                 // Nothing moved (another connection holds the pages): next pass.
                 return Ok(released);
@@ -232,11 +236,46 @@ impl Store {
         }
     }
 
-    async fn free_pages(&self, conn: &mut PoolConnection<Any>) -> Result<u64, StoreError> {
+    async fn free_pages(&self, lane: &mut Lane) -> Result<u64, StoreError> {
         self.count_statement();
-        let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
-            .fetch_one(&mut **conn)
+        let free = lane
+            .number(sqlx::query_scalar("PRAGMA freelist_count"))
             .await?;
         Ok(u64::try_from(free).unwrap_or(0))
+    }
+}
+
+/// Where a pass's statements run.
+enum Lane {
+    /// PostgreSQL: the connection that holds the pass's advisory lock.
+    Locked(PoolConnection<Any>),
+    /// SQLite: a pooled connection per statement, taken after the turn to write as every
+    /// writer takes them. Held across the turn's waits, one connection would deadlock a
+    /// pool of one (a writer holding the turn would wait for it).
+    Pooled(AnyPool),
+}
+
+impl Lane {
+    /// Runs a statement; the rows it changed.
+    async fn execute<'q>(
+        &mut self,
+        query: Query<'q, Any, AnyArguments<'q>>,
+    ) -> Result<u64, StoreError> {
+        let done = match self {
+            Lane::Locked(conn) => query.execute(&mut **conn).await?,
+            Lane::Pooled(pool) => query.execute(&*pool).await?,
+        };
+        Ok(done.rows_affected())
+    }
+
+    /// A statement's one number (a pragma's answer).
+    async fn number<'q>(
+        &mut self,
+        query: QueryScalar<'q, Any, i64, AnyArguments<'q>>,
+    ) -> Result<i64, StoreError> {
+        Ok(match self {
+            Lane::Locked(conn) => query.fetch_one(&mut **conn).await?,
+            Lane::Pooled(pool) => query.fetch_one(&*pool).await?,
+        })
     }
 }

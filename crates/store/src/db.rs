@@ -242,23 +242,26 @@ impl Store {
     /// waits at most 100 ms for a reader ([`RESTART_LOG`]): a busy log is tried again at the
     /// next checkpoint, and `None` says so. Also returns how long it held the turn.
     ///
-    /// Everything it can do without the turn comes first: the connection, and a PASSIVE
-    /// checkpoint of what was written since the one that found the log long, so that little
-    /// is left to copy while writers wait. The connection is closed afterwards, never returned
-    /// to the pool with the short busy timeout, even when the call is dropped mid-way (as at
+    /// Everything it can do without the turn comes first: a PASSIVE checkpoint of what was
+    /// written since the one that found the log long, so that little is left to copy while
+    /// writers wait. The connection of the restart is closed afterwards, never returned to
+    /// the pool with the short busy timeout, even when the call is dropped mid-way (as at
     /// shutdown).
     async fn restart_log(
         &self,
         database: &Database,
     ) -> Result<(Option<(u64, u64)>, Duration), StoreError> {
-        let mut conn = database.pool.acquire().await?;
-        conn.close_on_drop();
         self.count_statement();
         sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&mut *conn)
+            .execute(&database.pool)
             .await?;
+        // The turn before the connection, as every writer takes them: a pool of one
+        // connection would otherwise deadlock with a writer that holds the turn and waits
+        // for that connection.
         let turn = database.writer.lock().await;
         let held = std::time::Instant::now();
+        let mut conn = database.pool.acquire().await?;
+        conn.close_on_drop();
         self.count_statement();
         let rows = sqlx::query(RESTART_LOG).fetch_all(&mut *conn).await;
         let held = held.elapsed();
@@ -460,8 +463,12 @@ fn create_sqlite_file(url: &str) -> Result<(), StoreError> {
 fn pool_size(backend: Backend) -> u32 {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
     match backend {
-        // One writer at a time on SQLite; a few connections serve concurrent readers.
-        Backend::Sqlite => (cores * 2).clamp(2, 8),
+        // One writer at a time on SQLite, and a connection that finds the file changed by
+        // another drops its whole page cache and reads the pages again: with two connections
+        // taking turns, nearly every statement did, and a refresh cost 7% more CPU than with
+        // one (docs/performance.md). A statement takes tens of microseconds, so one connection
+        // serves a few cores; more only from 8 cores on, when reads of several cores overlap.
+        Backend::Sqlite => (cores / 4).clamp(1, 4),
         Backend::Postgres => (cores * 4).clamp(4, 32),
     }
 }

@@ -3,41 +3,32 @@
 //! has a use for one, PostgreSQL cannot store a NUL in text, and ids and filters reach the
 //! database without passing [`crate::validate::text`]. Checked once the document is parsed and
 //! before anything runs, so a refused request reads and writes nothing.
+//!
+//! It runs before the schema, not as an async-graphql extension: a schema with any extension
+//! sends every field it resolves through the extensions' chain (a boxed future, two registry
+//! lookups by name per field), which cost a query of 420 fields a third of its CPU
+//! (docs/performance.md).
 
-use std::sync::Arc;
-
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextParseQuery};
 use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
-use async_graphql::{Positioned, ServerError, ServerResult, Variables};
+use async_graphql::{Positioned, Request, ServerError, ServerResult};
 use async_graphql_value::{ConstValue, Value};
 
-/// The extension that refuses control characters: `BAD_USER_INPUT`, naming the argument or
-/// variable that holds one.
-pub struct ControlCharacters;
-
-impl ExtensionFactory for ControlCharacters {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(ControlCharacters)
+/// Refuses a request whose variables or document hold a control character:
+/// `BAD_USER_INPUT`, naming the argument or variable that holds one. The document is parsed
+/// into the request, where the schema finds it; one that does not parse is left to the
+/// schema, which answers with the parse error.
+pub fn check(request: &mut Request) -> ServerResult<()> {
+    if request.parsed_query().is_err() {
+        return Ok(());
     }
-}
-
-#[async_trait::async_trait]
-impl Extension for ControlCharacters {
-    async fn parse_query(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        query: &str,
-        variables: &Variables,
-        next: NextParseQuery<'_>,
-    ) -> ServerResult<ExecutableDocument> {
-        let document = next.run(ctx, query, variables).await?;
-        for (name, value) in variables.iter() {
-            if const_has_control(value) {
-                return Err(refused(&format!("variable ${name}"), None));
-            }
+    for (name, value) in request.variables.iter() {
+        if const_has_control(value) {
+            return Err(refused(&format!("variable ${name}"), None));
         }
-        check_document(&document)?;
-        Ok(document)
+    }
+    match request.parsed_query() {
+        Ok(document) => check_document(document),
+        Err(_) => Ok(()),
     }
 }
 
@@ -167,6 +158,7 @@ mod tests {
 
     #[test]
     fn variables_are_checked_at_any_depth() {
+        use async_graphql::Variables;
         let nested = serde_json::json!({"input": {"lines": [{"description": "ok"}, {"description": "x\u{0}"}]}});
         let variables = Variables::from_json(nested);
         assert!(variables.iter().any(|(_, v)| const_has_control(v)));

@@ -3,7 +3,7 @@
 
 mod connection;
 pub(crate) mod context;
-mod control_characters;
+pub(crate) mod control_characters;
 mod customers;
 mod employees;
 mod invoices;
@@ -51,7 +51,6 @@ pub fn build_schema(store: Store, clock: Arc<dyn Clock>) -> ApiSchema {
         .data(clock)
         .limit_depth(MAX_DEPTH)
         .limit_complexity(MAX_COMPLEXITY)
-        .extension(control_characters::ControlCharacters)
         .finish()
 }
 
