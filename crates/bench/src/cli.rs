@@ -102,6 +102,10 @@ pub struct Cli {
     #[arg(long, default_value_t = 60, hide = true,
           value_parser = clap::value_parser!(u64).range(1..=60))]
     pub soak_minute_seconds: u64,
+    /// Measure nothing: print the side-by-side table of docs/comparison.md from these JSON
+    /// reports (`crates/bench/compare/run` writes them).
+    #[arg(long, num_args = 1.., value_name = "REPORT")]
+    pub merge: Vec<PathBuf>,
 }
 
 fn soak_minutes(value: &str) -> Result<f64, String> {
@@ -272,6 +276,16 @@ mod tests {
         let cli = parse("--soak 2 --soak-rate 100").unwrap();
         assert_eq!((cli.soak_rate, cli.soak_fraction), (Some(100.0), 0.8));
         assert_eq!(cli.soak_minute_seconds, 60);
+    }
+
+    #[test]
+    fn merge_takes_several_reports() {
+        let cli = parse("--merge a.json b.json").unwrap();
+        assert_eq!(
+            cli.merge,
+            [PathBuf::from("a.json"), PathBuf::from("b.json")]
+        );
+        assert!(parse("").unwrap().merge.is_empty());
     }
 
     #[test]

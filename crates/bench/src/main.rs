@@ -11,6 +11,7 @@ mod database_size;
 mod flows;
 mod html;
 mod memory;
+mod merge;
 mod node_oidc;
 mod pacing;
 mod provision;
@@ -42,6 +43,18 @@ use crate::workloads::{Shared, Timing, Workload};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !cli.merge.is_empty() {
+        return match merge::merge(&cli.merge) {
+            Ok(table) => {
+                println!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     // On Ctrl-C the run is dropped: the server guard sends SIGTERM, the database goes.
     let outcome = tokio::select! {
         outcome = run(&cli) => outcome,
