@@ -7,6 +7,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use sqlx::{Connection, PgConnection};
 
+/// A database's size in bytes; on SQLite, the write-ahead log's share of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Size {
+    pub bytes: u64,
+    pub wal_bytes: Option<u64>,
+}
+
 pub enum DatabaseSize {
     Sqlite(PathBuf),
     Postgres(PgConnection),
@@ -23,13 +30,18 @@ impl DatabaseSize {
         Ok(DatabaseSize::Sqlite(sqlite_path(url)?))
     }
 
-    pub async fn bytes(&mut self) -> Result<u64> {
+    /// The size now, and on SQLite how much of it is the write-ahead log.
+    pub async fn measure(&mut self) -> Result<Size> {
         match self {
             DatabaseSize::Sqlite(path) => {
                 let size = |path: PathBuf| std::fs::metadata(path).map_or(0, |m| m.len());
                 let mut wal = path.clone().into_os_string();
                 wal.push("-wal");
-                Ok(size(path.clone()) + size(PathBuf::from(wal)))
+                let wal = size(PathBuf::from(wal));
+                Ok(Size {
+                    bytes: size(path.clone()) + wal,
+                    wal_bytes: Some(wal),
+                })
             }
             DatabaseSize::Postgres(connection) => {
                 let bytes: i64 = sqlx::query_scalar(
@@ -40,7 +52,10 @@ impl DatabaseSize {
                 .fetch_one(&mut *connection)
                 .await
                 .context("the database size")?;
-                Ok(u64::try_from(bytes).unwrap_or(0))
+                Ok(Size {
+                    bytes: u64::try_from(bytes).unwrap_or(0),
+                    wal_bytes: None,
+                })
             }
         }
     }
@@ -86,8 +101,16 @@ mod tests {
         std::fs::write(&db, vec![0u8; 4096]).unwrap();
         let url = format!("sqlite://{}", db.display());
         let mut size = DatabaseSize::open(&url).await.unwrap();
-        assert_eq!(size.bytes().await.unwrap(), 4096);
+        let only_the_file = Size {
+            bytes: 4096,
+            wal_bytes: Some(0),
+        };
+        assert_eq!(size.measure().await.unwrap(), only_the_file);
         std::fs::write(dir.path().join("f.db-wal"), vec![0u8; 1000]).unwrap();
-        assert_eq!(size.bytes().await.unwrap(), 5096);
+        let with_the_log = Size {
+            bytes: 5096,
+            wal_bytes: Some(1000),
+        };
+        assert_eq!(size.measure().await.unwrap(), with_the_log);
     }
 }

@@ -17,7 +17,7 @@ use crate::pacing::Schedule;
 use crate::server::Server;
 pub use mix::Mix;
 use mix::MixedConnection;
-use report::{levelling, minute_of, summarize_minutes, Record};
+use report::{minute_of, summarize_minutes, verdict, MinuteEnd, Record};
 pub use report::{table, SoakReport};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -150,7 +150,7 @@ pub async fn run(
     for index in 0..settings.connections {
         opened.push(MixedConnection::open(mix, index).await?);
     }
-    let database_bytes_at_start = size.bytes().await?;
+    let at_start = size.measure().await?;
     let sampler = Sampler::start(server.pid());
     let start = Instant::now();
     let end = start + total;
@@ -167,29 +167,34 @@ pub async fn run(
         let at = (start + minute * row).min(end);
         tokio::time::sleep_until(at).await;
         let peak = sampler.take_peak();
-        let bytes = size.bytes().await?;
+        let measured = size.measure().await?;
         // A long soak says where it is; the figures of the minute come at the end.
         eprintln!(
             "{label}: soak minute {row} of {rows}: RSS {:.1} MiB (peak {:.1}), database {:.2} MiB",
             mib(sampler.latest()),
             mib(peak),
-            bytes as f64 / MIB
+            measured.bytes as f64 / MIB
         );
-        ends.push((peak, sampler.latest(), bytes));
+        ends.push(MinuteEnd {
+            rss_peak_kib: peak,
+            rss_end_kib: sampler.latest(),
+            size: measured,
+        });
     }
     let mut log = Log::default();
     for task in tasks {
         merge(&mut log, task.await.context("a soak connection failed")?);
     }
     let minutes = summarize_minutes(&log.records, &log.errors, &ends, minute, total);
-    let (levelled, verdict) = levelling(database_bytes_at_start, &minutes);
+    let (levelled, verdict) = verdict(at_start, &minutes);
     Ok(SoakReport {
         backend: label.to_owned(),
         connections: settings.connections,
         capacity_steps_per_s: capacity_rate,
         target_steps_per_s: target,
         minute_seconds: minute.as_secs_f64(),
-        database_bytes_at_start,
+        database_bytes_at_start: at_start.bytes,
+        wal_bytes_at_start: at_start.wal_bytes,
         errors: log.errors.len() as u64,
         error_samples: log.samples,
         minutes,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::mix::Kind;
+use crate::database_size::Size;
 use crate::memory::mib;
 use crate::stats::{millis, summarize};
 
@@ -14,6 +15,15 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// One completed step: the minute it was due in, its kind and latency.
 pub type Record = (u32, Kind, Duration);
+
+/// What was read at a minute's end.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MinuteEnd {
+    /// The highest resident set sampled in the minute, and the last.
+    pub rss_peak_kib: u64,
+    pub rss_end_kib: u64,
+    pub size: Size,
+}
 
 /// The soak's per-minute figures.
 #[derive(Debug, Clone, Serialize)]
@@ -32,8 +42,9 @@ pub struct SoakMinute {
     /// The server's resident set: the highest sample (every 250 ms) and at the minute's end.
     pub rss_peak_kib: u64,
     pub rss_end_kib: u64,
-    /// The database's size at the minute's end.
+    /// The database's size at the minute's end; on SQLite, its write-ahead log's share.
     pub database_bytes: u64,
+    pub wal_bytes: Option<u64>,
 }
 
 /// The whole soak of one backend.
@@ -46,6 +57,7 @@ pub struct SoakReport {
     pub target_steps_per_s: f64,
     pub minute_seconds: f64,
     pub database_bytes_at_start: u64,
+    pub wal_bytes_at_start: Option<u64>,
     pub minutes: Vec<SoakMinute>,
     pub errors: u64,
     pub error_samples: Vec<String>,
@@ -64,13 +76,13 @@ pub fn minute_of(offset: Duration, minute: Duration) -> u32 {
 pub fn summarize_minutes(
     records: &[Record],
     errors: &[u32],
-    ends: &[(u64, u64, u64)],
+    ends: &[MinuteEnd],
     minute: Duration,
     total: Duration,
 ) -> Vec<SoakMinute> {
     ends.iter()
         .enumerate()
-        .map(|(index, &(rss_peak_kib, rss_end_kib, database_bytes))| {
+        .map(|(index, end)| {
             let index = index as u32;
             let records: Vec<&Record> = records.iter().filter(|r| r.0 == index).collect();
             let length = (total.saturating_sub(minute * index)).min(minute);
@@ -100,17 +112,37 @@ pub fn summarize_minutes(
                 p99_ms: p99(None).unwrap_or(0.0),
                 p99_ms_by_kind,
                 steps_by_kind,
-                rss_peak_kib,
-                rss_end_kib,
-                database_bytes,
+                rss_peak_kib: end.rss_peak_kib,
+                rss_end_kib: end.rss_end_kib,
+                database_bytes: end.size.bytes,
+                wal_bytes: end.size.wal_bytes,
             }
         })
         .collect()
 }
 
-/// Whether the database stopped growing: the growth of the last third of the minutes
-/// against the first third's.
-pub fn levelling(at_start: u64, minutes: &[SoakMinute]) -> (Option<bool>, String) {
+/// Whether the database (with its write-ahead log) levelled off; on SQLite also said of the
+/// file alone, as the log's size swings with checkpoints and can hide the file's growth.
+pub fn verdict(at_start: Size, minutes: &[SoakMinute]) -> (Option<bool>, String) {
+    let (levelled, mut verdict) = levelling(at_start.bytes, minutes, |m| m.database_bytes);
+    if let Some(wal) = at_start.wal_bytes {
+        let file =
+            |m: &SoakMinute| m.database_bytes - m.wal_bytes.unwrap_or(0).min(m.database_bytes);
+        let (_, alone) = levelling(at_start.bytes - wal.min(at_start.bytes), minutes, file);
+        if levelled.is_some() {
+            verdict.push_str(&format!("; without the write-ahead log: {alone}"));
+        }
+    }
+    (levelled, verdict)
+}
+
+/// Whether `size` stopped growing: the growth of the last third of the minutes against the
+/// first third's.
+fn levelling(
+    at_start: u64,
+    minutes: &[SoakMinute],
+    size_of: impl Fn(&SoakMinute) -> u64,
+) -> (Option<bool>, String) {
     let n = minutes.len();
     if n < 3 {
         return (
@@ -121,7 +153,7 @@ pub fn levelling(at_start: u64, minutes: &[SoakMinute]) -> (Option<bool>, String
     let third = n / 3;
     let size = |i: usize| match i {
         0 => at_start,
-        i => minutes[i - 1].database_bytes,
+        i => size_of(&minutes[i - 1]),
     };
     let first = size(third) as i64 - size(0) as i64;
     let last = size(n) as i64 - size(n - third) as i64;
@@ -159,7 +191,7 @@ pub fn table(report: &SoakReport) -> String {
     ];
     let mut header = vec!["minute", "steps", "requests", "steps/s", "errors", "p99 ms"];
     header.extend(Kind::ALL.iter().map(|k| k.name()));
-    header.extend(["rss peak MiB", "rss end MiB", "db MiB"]);
+    header.extend(["rss peak MiB", "rss end MiB", "db MiB", "of it wal MiB"]);
     out.push(format!("| {} |", header.join(" | ")));
     out.push(format!(
         "|{}|",
@@ -213,6 +245,7 @@ mod tests {
             rss_peak_kib: 0,
             rss_end_kib: 0,
             database_bytes,
+            wal_bytes: None,
         }
     }
 
@@ -222,19 +255,61 @@ mod tests {
             mb.iter().map(|m| minute(m * 1024 * 1024)).collect()
         };
         // 10 MiB at the start; +6 over the first two minutes, +0 over the last two.
-        let (levelled, verdict) = levelling(10 << 20, &sizes(&[13, 16, 17, 17, 17, 17]));
+        let total = |m: &SoakMinute| m.database_bytes;
+        let (levelled, verdict) = levelling(10 << 20, &sizes(&[13, 16, 17, 17, 17, 17]), total);
         assert_eq!(levelled, Some(true), "{verdict}");
         assert!(
             verdict.starts_with("database size levelled off"),
             "{verdict}"
         );
-        let (levelled, verdict) = levelling(10 << 20, &sizes(&[13, 16, 19, 22, 25, 28]));
+        let (levelled, verdict) = levelling(10 << 20, &sizes(&[13, 16, 19, 22, 25, 28]), total);
         assert_eq!(levelled, Some(false), "{verdict}");
         assert!(
             verdict.contains("grew 6.00 MiB over the first 2 minute(s), 6.00 MiB over the last 2"),
             "{verdict}"
         );
-        assert_eq!(levelling(0, &sizes(&[1, 2])).0, None);
+        assert_eq!(levelling(0, &sizes(&[1, 2]), total).0, None);
+    }
+
+    #[test]
+    fn on_sqlite_the_verdict_also_speaks_of_the_file_without_its_log() {
+        let m = |file: u64, wal: u64| SoakMinute {
+            database_bytes: (file + wal) << 20,
+            wal_bytes: Some(wal << 20),
+            ..minute(0)
+        };
+        // The log jumps to 30 MiB at once; the file grows by 2 MiB, then stops.
+        let minutes = [
+            m(11, 30),
+            m(12, 30),
+            m(12, 30),
+            m(12, 30),
+            m(12, 5),
+            m(12, 30),
+        ];
+        let at_start = Size {
+            bytes: 10 << 20,
+            wal_bytes: Some(0),
+        };
+        let (levelled, verdict) = verdict(at_start, &minutes);
+        assert_eq!(levelled, Some(true), "{verdict}");
+        assert!(
+            verdict.ends_with(
+                "; without the write-ahead log: database size levelled off: grew 2.00 MiB \
+                 over the first 2 minute(s), 0.00 MiB over the last 2"
+            ),
+            "{verdict}"
+        );
+        // PostgreSQL has no such log to set apart.
+        let postgres = Size {
+            bytes: 10 << 20,
+            wal_bytes: None,
+        };
+        assert!(!verdict_of(postgres, &minutes).contains("write-ahead"));
+    }
+
+    fn verdict_of(at_start: Size, minutes: &[SoakMinute]) -> String {
+        verdict(at_start, minutes).1
     }
 
     #[test]
@@ -247,7 +322,15 @@ mod tests {
             (0, Kind::SignIn, Duration::from_millis(90)),
             (1, Kind::Userinfo, Duration::from_millis(1)),
         ];
-        let ends = [(100, 90, 4096), (120, 95, 8192)];
+        let end = |rss_peak_kib, rss_end_kib, bytes| MinuteEnd {
+            rss_peak_kib,
+            rss_end_kib,
+            size: Size {
+                bytes,
+                wal_bytes: Some(bytes / 2),
+            },
+        };
+        let ends = [end(100, 90, 4096), end(120, 95, 8192)];
         // 7.5 s in all: the second "minute" is half a one.
         let rows = summarize_minutes(&records, &[1], &ends, m, Duration::from_millis(7_500));
         assert_eq!(rows.len(), 2);
@@ -258,5 +341,6 @@ mod tests {
         assert_eq!((rows[1].steps, rows[1].errors), (1, 1));
         assert_eq!(rows[1].steps_per_s, 0.4);
         assert_eq!((rows[1].rss_peak_kib, rows[1].database_bytes), (120, 8192));
+        assert_eq!(rows[1].wal_bytes, Some(4096));
     }
 }
