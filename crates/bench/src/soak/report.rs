@@ -217,10 +217,11 @@ pub fn table(report: &SoakReport) -> String {
         }));
         cells.push(format!("{:.1}", mib(m.rss_peak_kib)));
         cells.push(format!("{:.1}", mib(m.rss_end_kib)));
-        cells.push(format!(
-            "{:.2}",
-            m.database_bytes as f64 / (1024.0 * 1024.0)
-        ));
+        cells.push(format!("{:.2}", m.database_bytes as f64 / MIB));
+        cells.push(
+            m.wal_bytes
+                .map_or_else(String::new, |w| format!("{:.2}", w as f64 / MIB)),
+        );
         out.push(format!("| {} |", cells.join(" | ")));
     }
     out.push(String::new());
@@ -310,6 +311,37 @@ mod tests {
 
     fn verdict_of(at_start: Size, minutes: &[SoakMinute]) -> String {
         verdict(at_start, minutes).1
+    }
+
+    #[test]
+    fn the_table_has_a_cell_under_every_header() {
+        let report = SoakReport {
+            backend: "sqlite".to_owned(),
+            connections: 2,
+            capacity_steps_per_s: Some(100.0),
+            target_steps_per_s: 80.0,
+            minute_seconds: 60.0,
+            database_bytes_at_start: 1 << 20,
+            wal_bytes_at_start: Some(0),
+            minutes: vec![SoakMinute {
+                minute: 1,
+                wal_bytes: Some(3 << 19),
+                ..minute(2 << 20)
+            }],
+            errors: 0,
+            error_samples: Vec::new(),
+            database_levelled_off: None,
+            verdict: "1 minute(s): too short".to_owned(),
+        };
+        let table = table(&report);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].starts_with("soak on sqlite: 80.0 steps/s (80% of the 100.0"),
+            "{table}"
+        );
+        let cells = |line: &str| line.matches('|').count();
+        assert_eq!(cells(lines[2]), cells(lines[4]), "{table}");
+        assert!(lines[4].ends_with("| 2.00 | 1.50 |"), "{table}");
     }
 
     #[test]
