@@ -19,7 +19,7 @@ use serde::Serialize;
 use sqlx::{AnyConnection, Connection, Executor};
 
 use crate::provision;
-use batch::{Batch, Table, Value};
+use batch::{Batch, Placeholders, Table, Value};
 
 /// How many rows of each kind a tenant gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,6 +58,10 @@ pub async fn provision(url: &str, shape: Shape) -> Result<Provisioned> {
         .await
         .context("connect to the database to provision the tenants")?;
     let postgres = url.starts_with("postgres");
+    let style = match postgres {
+        true => Placeholders::Numbered,
+        false => Placeholders::Anonymous,
+    };
     // Bench data: losing it to a crash costs a rerun, so commits need not wait for the disk.
     // SQLite's default page cache (2 MiB) would thrash on indexes of random keys that grow
     // past it: this connection gets 256 MiB.
@@ -96,7 +100,7 @@ pub async fn provision(url: &str, shape: Shape) -> Result<Provisioned> {
             add_tenant(&mut batch, &tenant, &shape, &password_hash, now)?;
         }
         let mut transaction = connection.begin().await?;
-        rows += batch.write(&mut transaction).await?;
+        rows += batch.write(&mut transaction, style).await?;
         transaction.commit().await?;
         if last >= next_report && last < shape.tenants {
             eprintln!(
