@@ -286,7 +286,7 @@ impl Seeds {
 }
 
 /// A GraphQL answer is a success only with no `errors` and the whole page of jobs.
-fn check_jobs_page(body: &[u8]) -> Result<()> {
+pub fn check_jobs_page(body: &[u8]) -> Result<()> {
     let body: Value = serde_json::from_slice(body).context("api: not JSON")?;
     if let Some(errors) = body.get("errors") {
         bail!("api: {errors}");

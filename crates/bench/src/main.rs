@@ -4,16 +4,22 @@
 //! `--target node-oidc-provider` it measures that server's token endpoint the same way.
 
 mod ceiling;
+mod cli;
 mod codes;
 mod connection;
+mod database_size;
 mod flows;
 mod html;
+mod memory;
+mod merge;
 mod node_oidc;
 mod pacing;
 mod provision;
 mod report;
 mod server;
+mod soak;
 mod stats;
+mod tenants;
 mod workloads;
 
 use std::path::PathBuf;
@@ -22,159 +28,54 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Parser, ValueEnum};
-use serde::Serialize;
+use clap::Parser;
 use store::testing::TestDatabase;
 
 use crate::ceiling::{Ceiling, Signer};
+use crate::cli::{chosen_workloads, Backend, Cli, ServerTarget};
 use crate::flows::Target;
 use crate::pacing::{Mode, Pace};
 use crate::report::Row;
 use crate::server::{Server, ServerSettings};
+use crate::soak::{SoakReport, SoakSettings};
 use crate::workloads::{Shared, Timing, Workload};
-
-#[derive(Debug, Parser, Serialize)]
-#[command(
-    name = "fieldauth-bench",
-    about = "Load generator for fieldauth: starts its own server and measures sign-in flows, \
-             refresh grants, userinfo and API queries per second"
-)]
-struct Cli {
-    /// The server to measure: fieldauth, or node-oidc-provider (`refresh` and `exchange`
-    /// only) for the comparison in docs/comparison.md.
-    #[arg(long, value_enum, default_value = "fieldauth")]
-    target: ServerTarget,
-    /// The directory of the node-oidc-provider comparison (`server.mjs`, and `node_modules`
-    /// from `npm ci`).
-    #[arg(long, default_value = node_oidc::DEFAULT_DIR)]
-    node_dir: PathBuf,
-    /// What to measure, comma-separated; `all` runs each workload in turn (with
-    /// `--target node-oidc-provider`: `refresh` and `exchange`).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
-    workload: Vec<WorkloadChoice>,
-    /// Concurrent keep-alive connections, each sending its next request when the previous
-    /// one is answered.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
-    connections: u16,
-    /// Seconds measured per workload.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    duration: u64,
-    /// Seconds of load before the measured window, not counted.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=600))]
-    warmup: u64,
-    /// Database backends, comma-separated (`sqlite,postgres` runs both, one after the other).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "sqlite")]
-    database: Vec<Backend>,
-    /// The database to use instead of a throwaway one (one backend only). It must not hold a
-    /// tenant `bench` yet.
-    #[arg(long)]
-    database_url: Option<String>,
-    /// The server binary (default: `fieldauth` next to this executable).
-    #[arg(long)]
-    server_bin: Option<PathBuf>,
-    /// Pin the server to these CPUs (`taskset -c LIST`, e.g. `0` or `0-1`).
-    #[arg(long)]
-    server_cpus: Option<String>,
-    /// Seconds of RSA-2048 signing on the server's first CPU before each workload, for the
-    /// per-core ceiling the rows are compared with; 0 leaves it out.
-    #[arg(long, default_value_t = 2.0, value_parser = ceiling_seconds)]
-    ceiling_seconds: f64,
-    /// After each workload's closed-loop run, run it again open-loop at this fraction of the
-    /// requests per second it reached (e.g. `0.8`), timing each request from when it was due.
-    #[arg(long, value_parser = paced_fraction, conflicts_with = "paced_rate")]
-    paced: Option<f64>,
-    /// After each workload's closed-loop run, run it again open-loop at this many requests per
-    /// second in all (e.g. `800`, 80% of a 1,000/s target), whatever the closed loop reached.
-    #[arg(long, value_parser = paced_rate)]
-    paced_rate: Option<f64>,
-    /// The server's `--log` filter. `info` (its default) logs a line per request.
-    #[arg(long, default_value = "info")]
-    server_log: String,
-    /// Also write the results, settings and machine as JSON to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
-}
-
-fn ceiling_seconds(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(seconds) if (0.0..=60.0).contains(&seconds) => Ok(seconds),
-        _ => Err("expected seconds from 0 to 60".to_owned()),
-    }
-}
-
-fn paced_rate(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(rate) if rate >= 1.0 && rate.is_finite() => Ok(rate),
-        _ => Err("expected requests per second, at least 1, e.g. 800".to_owned()),
-    }
-}
-
-fn paced_fraction(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(fraction) if fraction > 0.0 && fraction <= 1.0 => Ok(fraction),
-        _ => Err("expected a fraction above 0 and at most 1, e.g. 0.8".to_owned()),
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum WorkloadChoice {
-    Login,
-    Refresh,
-    Exchange,
-    Userinfo,
-    Api,
-    ApiUncached,
-    All,
-}
-
-impl Workload {
-    fn choice(self) -> WorkloadChoice {
-        match self {
-            Workload::Login => WorkloadChoice::Login,
-            Workload::Refresh => WorkloadChoice::Refresh,
-            Workload::Exchange => WorkloadChoice::Exchange,
-            Workload::Userinfo => WorkloadChoice::Userinfo,
-            Workload::Api => WorkloadChoice::Api,
-            Workload::ApiUncached => WorkloadChoice::ApiUncached,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-enum ServerTarget {
-    Fieldauth,
-    NodeOidcProvider,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !cli.merge.is_empty() {
+        return match merge::merge(&cli.merge) {
+            Ok(table) => {
+                println!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     // On Ctrl-C the run is dropped: the server guard sends SIGTERM, the database goes.
     let outcome = tokio::select! {
         outcome = run(&cli) => outcome,
         _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
     };
     match outcome {
-        Ok(rows) if rows.iter().all(|r| r.errors == 0) => ExitCode::SUCCESS,
-        Ok(rows) => {
+        Ok(Finished { rows, soaks })
+            if rows.iter().all(|r| r.errors == 0) && soaks.iter().all(|s| s.errors == 0) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Ok(Finished { rows, soaks }) => {
+            for soak in soaks.iter().filter(|s| s.errors > 0) {
+                eprintln!(
+                    "error: the soak on {}: {} failed steps, e.g.:",
+                    soak.backend, soak.errors
+                );
+                for sample in &soak.error_samples {
+                    eprintln!("  {sample}");
+                }
+            }
             for row in rows.iter().filter(|r| r.errors > 0) {
                 eprintln!(
                     "error: {} ({}) on {}: {} failed requests, e.g.:",
@@ -196,11 +97,38 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: &Cli) -> Result<Vec<Row>> {
+/// What a run measured.
+struct Finished {
+    rows: Vec<Row>,
+    soaks: Vec<SoakReport>,
+}
+
+async fn run(cli: &Cli) -> Result<Finished> {
     if cli.database_url.is_some() && cli.database.len() != 1 {
         bail!("--database-url names one database: give exactly one --database");
     }
-    let workloads = chosen_workloads(cli)?;
+    if cli.tenants > 0 && cli.target == ServerTarget::NodeOidcProvider {
+        bail!("--tenants is for fieldauth: node-oidc-provider keeps its state in memory");
+    }
+    let soak = match cli.soak {
+        Some(_) if cli.target == ServerTarget::NodeOidcProvider => {
+            bail!("--soak is for fieldauth: node-oidc-provider has no sign-in pages or API")
+        }
+        Some(minutes) => Some(SoakSettings {
+            minutes,
+            minute: Duration::from_secs(cli.soak_minute_seconds),
+            rate: cli.soak_rate,
+            fraction: cli.soak_fraction,
+            capacity_run: Duration::from_secs(cli.soak_capacity_seconds),
+            connections: usize::from(cli.connections),
+        }),
+        None => None,
+    };
+    // A soak mixes every workload itself; no workload runs on its own.
+    let workloads = match soak {
+        Some(_) => Vec::new(),
+        None => chosen_workloads(cli)?,
+    };
     // Checked before any key is generated, so a missing `npm ci` fails at once.
     let node = match cli.target {
         ServerTarget::NodeOidcProvider => {
@@ -221,7 +149,7 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         None => Vec::new(),
     };
     let ceiling = match cli.ceiling_seconds {
-        seconds if seconds > 0.0 => {
+        seconds if seconds > 0.0 && !workloads.is_empty() => {
             eprintln!("generating an RSA-2048 key for the signing ceiling");
             Some(CeilingSettings {
                 signer: Signer::generate().await?,
@@ -252,6 +180,7 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
             (None, Some(rate)) => Some(Pace::Rate(rate)),
             (None, None) => None,
         },
+        soak,
         // An unpinned server inherits this process's CPUs.
         server_cores: match server_cpus.len() {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -259,59 +188,46 @@ async fn run(cli: &Cli) -> Result<Vec<Row>> {
         },
     };
     let mut rows = Vec::new();
+    let mut servers = Vec::new();
+    let mut soaks = Vec::new();
     match &node {
         Some(installation) => {
             let settings = node_oidc::RunSettings {
                 installation,
                 cpus: cli.server_cpus.as_deref(),
             };
-            rows = node_oidc::run(&settings, &plan)
+            let run = node_oidc::run(&settings, &plan)
                 .await
                 .with_context(|| format!("on {}", node_oidc::LABEL))?;
+            servers.push(run.server);
+            rows = run.rows;
+            soaks.extend(run.soak);
         }
         None => {
             let server_bin = server_binary(cli)?;
             for backend in &cli.database {
-                let backend_rows = run_backend(cli, *backend, &server_bin, &plan)
+                let run = run_backend(cli, *backend, &server_bin, &plan)
                     .await
                     .with_context(|| format!("on {}", backend.name()))?;
-                rows.extend(backend_rows);
+                servers.push(run.server);
+                rows.extend(run.rows);
+                soaks.extend(run.soak);
             }
         }
     }
-    println!("{}", report::table(&rows));
+    if !rows.is_empty() {
+        println!("{}", report::table(&rows));
+    }
+    for soak in &soaks {
+        println!("{}\n", soak::table(soak));
+    }
+    for server in &servers {
+        println!("{}", server.summary());
+    }
     if let Some(path) = &cli.json {
-        report::write_json(path, cli, &report::machine(), &rows)?;
+        report::write_json(path, cli, &report::machine(), &servers, &rows, &soaks)?;
     }
-    Ok(rows)
-}
-
-/// The workloads asked for, in the order of [`Workload::ALL`]; node-oidc-provider is
-/// compared on its token endpoint only.
-fn chosen_workloads(cli: &Cli) -> Result<Vec<Workload>> {
-    let all = cli.workload.contains(&WorkloadChoice::All);
-    let chosen = Workload::ALL
-        .into_iter()
-        .filter(|w| all || cli.workload.contains(&w.choice()));
-    match cli.target {
-        ServerTarget::Fieldauth => Ok(chosen.collect()),
-        ServerTarget::NodeOidcProvider => {
-            if cli.database_url.is_some() {
-                bail!(
-                    "--database-url is for fieldauth: node-oidc-provider keeps its state in memory"
-                );
-            }
-            let compared = |w: &Workload| matches!(w, Workload::Refresh | Workload::Exchange);
-            let chosen: Vec<Workload> = chosen.collect();
-            if let Some(other) = chosen.iter().find(|w| !compared(w)).filter(|_| !all) {
-                bail!(
-                    "node-oidc-provider is compared on refresh and exchange only, not {}",
-                    other.name()
-                );
-            }
-            Ok(chosen.into_iter().filter(compared).collect())
-        }
-    }
+    Ok(Finished { rows, soaks })
 }
 
 /// The `fieldauth` binary: `--server-bin`, or the one next to this executable.
@@ -338,6 +254,8 @@ struct Plan {
     timing: Timing,
     ceiling: Option<CeilingSettings>,
     paced: Option<Pace>,
+    /// A soak instead of the workloads.
+    soak: Option<SoakSettings>,
     /// The CPUs the server may run on.
     server_cores: usize,
 }
@@ -406,7 +324,7 @@ async fn run_backend(
     backend: Backend,
     server_bin: &std::path::Path,
     plan: &Plan,
-) -> Result<Vec<Row>> {
+) -> Result<BackendRun> {
     // Declared before the server, so it is dropped after the server has stopped.
     let database = Database::open(backend, cli.database_url.as_ref()).await?;
     let logs = tempfile::tempdir()?;
@@ -419,6 +337,26 @@ async fn run_backend(
         database_url: database.url().to_owned(),
     };
     let tenant = provision::tenant(&provisioner, plan.timing.connections).await?;
+    let tenants = match cli.tenants {
+        0 => None,
+        count => {
+            let shape = tenants::Shape {
+                tenants: count,
+                users: cli.tenant_users,
+                grants_per_user: cli.tenant_grants,
+                jobs: cli.tenant_jobs,
+            };
+            eprintln!("{}: writing {count} other tenants", backend.name());
+            let provisioned = tenants::provision(database.url(), shape).await?;
+            eprintln!(
+                "{}: {count} other tenants, {} rows, written in {:.1} s",
+                backend.name(),
+                provisioned.rows,
+                provisioned.seconds
+            );
+            Some(provisioned)
+        }
+    };
     let settings = ServerSettings {
         bin: server_bin.to_owned(),
         database_url: database.url().to_owned(),
@@ -427,28 +365,57 @@ async fn run_backend(
         log_path: logs.path().join("server.log"),
     };
     let server = Server::start(&settings).await?;
+    let idle_rss_kib = idle_rss(&server, backend.name()).await?;
     let statistics = match backend {
         Backend::Postgres => Some(database.url().to_owned()),
         Backend::Sqlite => None,
     };
-    let outcome = measure(&server, tenant, backend, plan, statistics).await;
+    let outcome = measure(&server, tenant, backend, plan, statistics, database.url()).await;
     let outcome = match outcome {
-        Ok(rows) => Ok(rows),
+        Ok(measures) => Ok(measures),
         Err(error) => Err(error.context(format!("the server's log ends:\n{}", server.log_tail()))),
     };
     let stopped = server.stop().await;
-    let rows = outcome?;
+    let (rows, soak) = outcome?;
     stopped?;
-    Ok(rows)
+    Ok(BackendRun {
+        server: report::ServerRun {
+            backend: backend.name().to_owned(),
+            idle_rss_kib,
+            tenants,
+        },
+        rows,
+        soak,
+    })
 }
 
+/// What one backend's run gave.
+struct BackendRun {
+    server: report::ServerRun,
+    rows: Vec<Row>,
+    soak: Option<SoakReport>,
+}
+
+/// The server's resident set once it is ready and has settled, printed with `label`.
+async fn idle_rss(server: &Server, label: &str) -> Result<u64> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let kib = memory::rss_kib(server.pid())?;
+    eprintln!(
+        "{label}: the server is ready, idle at {:.1} MiB resident",
+        memory::mib(kib)
+    );
+    Ok(kib)
+}
+
+/// The workloads' rows, or the soak.
 async fn measure(
     server: &Server,
     tenant: provision::Tenant,
     backend: Backend,
     plan: &Plan,
     statistics: Option<String>,
-) -> Result<Vec<Row>> {
+    database_url: &str,
+) -> Result<(Vec<Row>, Option<SoakReport>)> {
     let timing = plan.timing;
     let usernames: Vec<String> = (0..timing.connections).map(provision::username).collect();
     let first = usernames
@@ -468,9 +435,24 @@ async fn measure(
     let browser = flows::browser()?;
     let userinfo = flows::login(&browser, &target, &first, workloads::LOGIN_SCOPE).await?;
     let api = flows::login(&browser, &target, &first, provision::API_SCOPE).await?;
-    if plan.workloads.iter().any(|w| w.queries_jobs()) {
+    let mut work_orders = Vec::new();
+    if plan.soak.is_some() || plan.workloads.iter().any(|w| w.queries_jobs()) {
         eprintln!("{}: seeding the jobs through the API", backend.name());
-        provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token).await?;
+        work_orders =
+            provision::field_records(&flows::app_client()?, &target.api_url, &api.access_token)
+                .await?;
+    }
+    if let Some(settings) = &plan.soak {
+        if let Some(url) = &statistics {
+            workloads::analyze(url).await?;
+        }
+        let mix = soak::Mix {
+            target,
+            work_orders: Arc::new(work_orders),
+        };
+        let mut size = database_size::DatabaseSize::open(database_url).await?;
+        let report = soak::run(settings, &mix, server, &mut size, backend.name()).await?;
+        return Ok((Vec::new(), Some(report)));
     }
     let shared = Shared {
         target,
@@ -483,7 +465,7 @@ async fn measure(
     for workload in &plan.workloads {
         rows.extend(measure_workload(server, &shared, backend.name(), plan, *workload).await?);
     }
-    Ok(rows)
+    Ok((rows, None))
 }
 
 /// One workload's closed-loop row, and its paced row if asked for; `label` is the row's
@@ -563,61 +545,4 @@ async fn measure_workload(
         ceiling.as_ref(),
     );
     Ok(vec![max, paced])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn workloads_of(args: &str) -> Result<Vec<Workload>> {
-        let cli =
-            Cli::try_parse_from(std::iter::once("fieldauth-bench").chain(args.split_whitespace()))?;
-        chosen_workloads(&cli)
-    }
-
-    #[test]
-    fn all_on_fieldauth_is_every_workload() {
-        assert_eq!(workloads_of("").unwrap(), Workload::ALL);
-        assert_eq!(
-            workloads_of("--workload exchange,refresh").unwrap(),
-            [Workload::Refresh, Workload::Exchange]
-        );
-    }
-
-    #[test]
-    fn node_oidc_provider_runs_the_token_endpoint_workloads_only() {
-        let both = [Workload::Refresh, Workload::Exchange];
-        assert_eq!(workloads_of("--target node-oidc-provider").unwrap(), both);
-        assert_eq!(
-            workloads_of("--target node-oidc-provider --workload all").unwrap(),
-            both
-        );
-        assert_eq!(
-            workloads_of("--target node-oidc-provider --workload exchange").unwrap(),
-            [Workload::Exchange]
-        );
-        let error = workloads_of("--target node-oidc-provider --workload refresh,login")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            error,
-            "node-oidc-provider is compared on refresh and exchange only, not login"
-        );
-    }
-
-    #[test]
-    fn node_oidc_provider_takes_no_database() {
-        let error = workloads_of("--target node-oidc-provider --database-url sqlite://x.db")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.starts_with("--database-url is for fieldauth"),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn an_unknown_target_is_refused_by_the_parser() {
-        assert!(workloads_of("--target keycloak").is_err());
-    }
 }

@@ -160,8 +160,8 @@ pub const JOBS_QUERY: &str = "query BenchJobs { jobs(first: 20) { totalCount nod
     assignments { assignedAt employee { id name role } } } } }";
 
 /// Employees, customers, one work order per customer, and `JOBS` jobs spread over the work
-/// orders, each with `ASSIGNEES_PER_JOB` employees.
-pub async fn field_records(client: &Client, api_url: &str, token: &str) -> Result<()> {
+/// orders, each with `ASSIGNEES_PER_JOB` employees. Returns the work orders' ids.
+pub async fn field_records(client: &Client, api_url: &str, token: &str) -> Result<Vec<String>> {
     let graphql = GraphQl {
         client,
         url: format!("{api_url}/api"),
@@ -223,7 +223,7 @@ pub async fn field_records(client: &Client, api_url: &str, token: &str) -> Resul
                 .await?;
         }
     }
-    Ok(())
+    Ok(work_orders)
 }
 
 struct GraphQl<'a> {

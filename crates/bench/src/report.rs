@@ -7,8 +7,11 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::ceiling::{percent_of_ceiling, Ceiling};
+use crate::memory::mib;
 use crate::pacing::Mode;
+use crate::soak::SoakReport;
 use crate::stats::{millis, summarize};
+use crate::tenants::Provisioned;
 use crate::workloads::{Measured, Workload};
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,8 +48,15 @@ pub struct Row {
     pub ceiling_signs_per_cpu_s: Option<f64>,
     pub ceiling_signs_per_wall_s: Option<f64>,
     /// Requests per server core-second as a percentage of the ceiling's token responses per
-    /// core-second (two signatures each).
+    /// core-second (two signatures each); only for `refresh` and `exchange`, whose responses
+    /// are two signatures and little else (null for the others).
     pub ceiling_percent: Option<f64>,
+    /// The server's resident set (KiB) just before the workload's connections opened, the
+    /// highest of the samples taken every 250 ms until the window closed, and 1 s after the
+    /// connections closed.
+    pub rss_before_kib: u64,
+    pub rss_peak_kib: u64,
+    pub rss_after_kib: u64,
 }
 
 impl Row {
@@ -98,7 +108,11 @@ impl Row {
             ceiling_signs_per_cpu_s: signs_per_cpu_s,
             ceiling_signs_per_wall_s: ceiling.map(Ceiling::per_wall_second),
             ceiling_percent: signs_per_cpu_s
+                .filter(|_| workload.is_token_response())
                 .and_then(|signs| percent_of_ceiling(server_cpu_ms_per_request, signs)),
+            rss_before_kib: measured.rss.before_kib,
+            rss_peak_kib: measured.rss.peak_kib,
+            rss_after_kib: measured.rss.after_kib,
         }
     }
 }
@@ -124,6 +138,9 @@ pub fn table(rows: &[Row]) -> String {
         "steal %",
         "ceiling signs/s",
         "ceiling %",
+        "rss before MiB",
+        "rss peak MiB",
+        "rss after MiB",
     ];
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -147,6 +164,9 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.1}", r.steal_percent),
                 optional(r.ceiling_signs_per_cpu_s, 0),
                 optional(r.ceiling_percent, 1),
+                format!("{:.1}", mib(r.rss_before_kib)),
+                format!("{:.1}", mib(r.rss_peak_kib)),
+                format!("{:.1}", mib(r.rss_after_kib)),
             ]
         })
         .collect();
@@ -182,8 +202,37 @@ pub fn table(rows: &[Row]) -> String {
     out.join("\n")
 }
 
+/// A figure, or an empty cell where it means nothing.
 fn optional(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+    value.map_or_else(String::new, |v| format!("{v:.decimals$}"))
+}
+
+/// One server's run beside its rows: its resident set once ready, and the other tenants
+/// written before it started.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerRun {
+    pub backend: String,
+    /// Resident set (KiB) 1 s after the server was ready, its database provisioned.
+    pub idle_rss_kib: u64,
+    pub tenants: Option<Provisioned>,
+}
+
+impl ServerRun {
+    /// One line for under the table.
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "{}: idle RSS {:.1} MiB after start-up",
+            self.backend,
+            mib(self.idle_rss_kib)
+        );
+        if let Some(tenants) = &self.tenants {
+            line.push_str(&format!(
+                "; {} other tenants ({} rows) written in {:.1} s before it started",
+                tenants.shape.tenants, tenants.rows, tenants.seconds
+            ));
+        }
+        line
+    }
 }
 
 /// The machine the figures come from.
@@ -215,17 +264,22 @@ pub fn machine() -> Machine {
     }
 }
 
-/// Writes `{"settings": …, "machine": …, "results": [rows]}`.
+/// Writes `{"settings": …, "machine": …, "servers": [servers], "results": [rows],
+/// "soak": [per backend]}`.
 pub fn write_json(
     path: &Path,
     settings: &impl Serialize,
     machine: &Machine,
+    servers: &[ServerRun],
     rows: &[Row],
+    soaks: &[SoakReport],
 ) -> Result<()> {
     let document = serde_json::json!({
         "settings": settings,
         "machine": machine,
+        "servers": servers,
         "results": rows,
+        "soak": soaks,
     });
     let text = serde_json::to_string_pretty(&document)?;
     std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
@@ -236,6 +290,16 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::memory::RssAround;
+
+    fn ceiling() -> Ceiling {
+        Ceiling {
+            signatures: 1000,
+            cpu: Duration::from_millis(500),
+            wall: Duration::from_secs(1),
+            pinned_cpu: Some(0),
+        }
+    }
 
     #[test]
     fn a_row_divides_the_cpu_time_by_the_requests_of_the_window() {
@@ -247,20 +311,19 @@ mod tests {
             server_cpu: Duration::from_millis(1000),
             generator_cpu: Duration::from_millis(500),
             stolen: Duration::from_millis(100),
-        };
-        let ceiling = Ceiling {
-            signatures: 1000,
-            cpu: Duration::from_millis(500),
-            wall: Duration::from_secs(1),
-            pinned_cpu: Some(0),
+            rss: RssAround {
+                before_kib: 20 * 1024,
+                peak_kib: 30 * 1024 + 512,
+                after_kib: 21 * 1024,
+            },
         };
         let row = Row::new(
-            Workload::Userinfo,
+            Workload::Refresh,
             "sqlite",
             Mode::Max,
             4,
             measured,
-            Some(&ceiling),
+            Some(&ceiling()),
         );
         assert_eq!(row.requests, 400);
         assert_eq!(row.requests_per_s, 200.0);
@@ -279,13 +342,53 @@ mod tests {
         assert_eq!(row.ceiling_signs_per_wall_s, Some(1000.0));
         // 2.5 ms per request is 400 per core-second; the ceiling is 1000 responses.
         assert_eq!(row.ceiling_percent, Some(40.0));
+        assert_eq!(
+            (row.rss_before_kib, row.rss_peak_kib, row.rss_after_kib),
+            (20480, 31232, 21504)
+        );
         let table = table(&[row]);
-        assert!(table.contains("| userinfo | sqlite  | max  |"), "{table}");
+        assert!(table.contains("| refresh  | sqlite  | max  |"), "{table}");
         assert!(
-            table.ends_with("|            2000 |      40.0 |"),
+            table.ends_with(
+                "|            2000 |      40.0 |           20.0 |         30.5 |          21.0 |"
+            ),
             "{table}"
         );
         assert_eq!(table.lines().count(), 3, "{table}");
+    }
+
+    #[test]
+    fn only_token_workloads_are_compared_with_the_signing_ceiling() {
+        let measured = || Measured {
+            latencies: vec![Duration::from_millis(2); 400],
+            elapsed: Duration::from_secs(2),
+            server_cpu: Duration::from_millis(1000),
+            ..Measured::default()
+        };
+        for workload in Workload::ALL {
+            let row = Row::new(
+                workload,
+                "sqlite",
+                Mode::Max,
+                4,
+                measured(),
+                Some(&ceiling()),
+            );
+            // The ceiling itself is still reported.
+            assert_eq!(row.ceiling_signs_per_cpu_s, Some(2000.0), "{workload:?}");
+            let expected = match workload {
+                Workload::Refresh | Workload::Exchange => Some(40.0),
+                _ => None,
+            };
+            assert_eq!(row.ceiling_percent, expected, "{workload:?}");
+            let json = serde_json::to_value(&row).unwrap();
+            assert_eq!(json["ceiling_percent"].is_null(), expected.is_none());
+            // An empty cell, not a dash or a zero.
+            let table = table(&[row]);
+            let cells: Vec<&str> = table.lines().nth(2).unwrap().split('|').collect();
+            let cell = cells[cells.len() - 5].trim();
+            assert_eq!(cell.is_empty(), expected.is_none(), "{table}");
+        }
     }
 
     #[test]
@@ -324,9 +427,9 @@ mod tests {
             lines[3].starts_with("| refresh  | sqlite  | paced 80% |"),
             "{table}"
         );
-        // Without a ceiling its columns are dashes.
+        // Without a ceiling its columns are empty.
         assert!(
-            lines[3].ends_with("|               - |         - |"),
+            lines[3].contains("|                 |           |"),
             "{table}"
         );
     }

@@ -180,6 +180,11 @@ impl Server {
         Ok(())
     }
 
+    /// The server's process id, for what `/proc` says of it.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// The server's CPU time so far (user + system, every thread).
     pub fn cpu_time(&self) -> Result<Duration> {
         cpu_time_of(&format!("/proc/{}/stat", self.pid))

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::codes;
 use crate::connection::Connection;
 use crate::flows::Target;
+use crate::memory::{self, RssAround, Sampler};
 use crate::node_oidc::Seeder;
 use crate::pacing::{Mode, Schedule};
 use crate::server::{own_cpu_time, stolen_time, Server};
@@ -53,6 +54,13 @@ impl Workload {
             Workload::Api => "api",
             Workload::ApiUncached => "api-uncached",
         }
+    }
+
+    /// Whether each request is a token response and little else: two RSA signatures (an
+    /// access token and an ID token), so the signing ceiling bounds it. A login pays for
+    /// Argon2id and three pages besides; the others sign nothing.
+    pub fn is_token_response(self) -> bool {
+        matches!(self, Workload::Refresh | Workload::Exchange)
     }
 
     /// Whether it runs the jobs query, which needs the records seeded.
@@ -108,7 +116,12 @@ pub struct Measured {
     pub generator_cpu: Duration,
     /// CPU time of this machine taken by other guests of the host ([`stolen_time`]).
     pub stolen: Duration,
+    /// The server's resident set before, during and after the run.
+    pub rss: RssAround,
 }
+
+/// How long after the connections closed the resident set is read again.
+const RSS_SETTLE: Duration = Duration::from_secs(1);
 
 const ERROR_SAMPLES: usize = 5;
 
@@ -131,6 +144,8 @@ pub async fn run(
                 .collect::<Result<Vec<_>>>()?,
         ),
     };
+    let rss_before = memory::rss_kib(server.pid())?;
+    let sampler = Sampler::start(server.pid());
     let mut connections = Vec::with_capacity(timing.connections);
     for index in 0..timing.connections {
         connections.push(Connection::open(workload, shared, index).await?);
@@ -196,6 +211,7 @@ pub async fn run(
         Instant::now(),
     );
 
+    let rss_peak = sampler.stop(server.pid());
     let mut measured = Measured {
         elapsed: at_to - at_from,
         server_cpu: server_to.saturating_sub(server_from),
@@ -203,6 +219,7 @@ pub async fn run(
         stolen: stolen_to.saturating_sub(stolen_from),
         ..Measured::default()
     };
+    // Each task drops its connection when it ends, closing it.
     for task in tasks {
         let log = task.await.context("a connection task failed")?;
         measured.latencies.extend(log.latencies);
@@ -212,6 +229,12 @@ pub async fn run(
             .error_samples
             .extend(log.error_samples.into_iter().take(room));
     }
+    tokio::time::sleep(RSS_SETTLE).await;
+    measured.rss = RssAround {
+        before_kib: rss_before,
+        peak_kib: rss_peak,
+        after_kib: memory::rss_kib(server.pid())?,
+    };
     Ok(measured)
 }
 
@@ -302,7 +325,7 @@ async fn drive_paced(
 /// connections prepare and keep can prefer a `(tenant_id, expires_at)` index and filter a
 /// hash lookup through every row of the tenant. A server that has run for a while has
 /// them, so the window measures that server.
-async fn analyze(url: &str) -> Result<()> {
+pub async fn analyze(url: &str) -> Result<()> {
     use sqlx::Connection;
     let mut connection = sqlx::PgConnection::connect(url)
         .await

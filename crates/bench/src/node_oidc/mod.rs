@@ -13,10 +13,9 @@ use tokio::process::Command;
 
 use crate::flows::Target;
 use crate::provision;
-use crate::report::Row;
 use crate::server::{self, Launch, Server};
 use crate::workloads::Shared;
-use crate::{measure_workload, Plan};
+use crate::{idle_rss, measure_workload, report, BackendRun, Plan};
 
 pub use seeder::Seeder;
 
@@ -98,7 +97,7 @@ pub struct RunSettings<'a> {
 
 /// Starts node-oidc-provider and measures the plan's workloads (`refresh`, `exchange`) with
 /// the same connections, windows, ceiling and report as fieldauth's.
-pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<Vec<Row>> {
+pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<BackendRun> {
     let logs = tempfile::tempdir()?;
     let (server, seeder) = start(
         settings.installation,
@@ -106,6 +105,7 @@ pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<Vec<Row>> {
         logs.path().join("server.log"),
     )
     .await?;
+    let idle_rss_kib = idle_rss(&server, LABEL).await?;
     // The same client, redirect URI and user names as fieldauth's tenant; the users are
     // made by the seeding endpoint, nothing needs a password.
     let target = Arc::new(Target {
@@ -139,7 +139,15 @@ pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<Vec<Row>> {
     let stopped = server.stop().await;
     let rows = outcome?;
     stopped?;
-    Ok(rows)
+    Ok(BackendRun {
+        server: report::ServerRun {
+            backend: LABEL.to_owned(),
+            idle_rss_kib,
+            tenants: None,
+        },
+        rows,
+        soak: None,
+    })
 }
 
 /// Starts `server.mjs` under `taskset -c CPUS` when given; the server and its seeding
