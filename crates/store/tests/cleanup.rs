@@ -34,6 +34,7 @@ on_both_backends!(
     every_expired_row_goes_and_every_live_row_stays,
     a_pass_deletes_batch_after_batch_until_none_is_left,
     two_passes_at_once_both_succeed_and_delete_each_row_once,
+    a_pass_beside_the_stores_own_writers_never_waits_for_itself,
 );
 
 const NOW: i64 = 1_800_000_000;
@@ -459,6 +460,43 @@ async fn two_passes_at_once_both_succeed_and_delete_each_row_once(db: &TestDatab
     assert_eq!(one.total() + two.total(), 80, "{one:?} {two:?}");
     assert!(tenant.audit_events(100).await.unwrap().is_empty());
     assert_eq!(store.clean_up(&retention).await.unwrap().total(), 0);
+}
+
+/// On SQLite the store has one connection, and writers take the turn to write before it: a
+/// pass that held the connection while it waited for the turn would wait for a writer that
+/// waits for the connection, until the pool's acquire timeout failed one of them.
+async fn a_pass_beside_the_stores_own_writers_never_waits_for_itself(db: &TestDatabase) {
+    let store = connect(db).await;
+    let t = seeded(&store).await;
+    let tenant = store.tenant(&t);
+    for i in 0..40 {
+        audit(&tenant, &format!("old {i}"), NOW).await;
+    }
+    grant(&tenant, "g-busy", Some((b"busy-0", PASS + 86_400)), NOW).await;
+    let rotations = async {
+        for i in 0..40 {
+            let (this, successor) = (format!("busy-{i}"), format!("busy-{}", i + 1));
+            let next = NewRefreshToken {
+                token_hash: successor.as_bytes(),
+                expires_at: PASS + 86_400,
+            };
+            let rotated = tenant
+                .rotate_refresh_token(this.as_bytes(), "web", next, MAX_AGE, NOW + i)
+                .await
+                .unwrap();
+            assert!(
+                matches!(rotated, RefreshRotation::Rotated(..)),
+                "{rotated:?}"
+            );
+        }
+    };
+    let retention = retention(PASS);
+    let both = async { tokio::join!(store.clean_up_in_batches(&retention, 1), rotations) };
+    let (report, ()) = tokio::time::timeout(std::time::Duration::from_secs(4), both)
+        .await
+        .expect("the pass and the writer finish without waiting for each other");
+    // The 40 audit events, and the grant's redeemed code.
+    assert_eq!(report.unwrap().total(), 41);
 }
 
 /// A pass cleans the default database and every shard, and the tenants on each.
