@@ -22,9 +22,13 @@ pub const CLEANUP_BATCH_ROWS: i64 = 1000;
 /// 4 KiB pages), each step a short write of its own.
 const VACUUM_STEP_PAGES: i64 = 1024;
 
-/// The advisory lock a PostgreSQL clean-up pass holds (any constant that no other lock of the
-/// database uses; the bytes spell "fldclean").
-const CLEANUP_LOCK: i64 = 0x666c_6463_6c65_616e;
+/// The advisory lock a PostgreSQL clean-up pass holds: the first key is a constant no other
+/// lock uses (the bytes spell "fldc"), the second the schema's name hashed, because advisory
+/// locks are per database while a deployment's tables are per schema (`search_path`): two
+/// deployments (or test runs) in one database each clean their own schema.
+const CLEANUP_LOCK: i32 = 0x666c_6463;
+const TRY_CLEANUP_LOCK: &str = "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))";
+const CLEANUP_UNLOCK: &str = "SELECT pg_advisory_unlock($1, hashtext(current_schema()))";
 
 /// How long each kind of record is kept, in seconds, as of `now`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +120,7 @@ impl Store {
                     // A connection that fails mid-pass is closed, not pooled with the lock held.
                     conn.close_on_drop();
                     self.count_statement();
-                    let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                    let locked: bool = sqlx::query_scalar(TRY_CLEANUP_LOCK)
                         .bind(CLEANUP_LOCK)
                         .fetch_one(&mut *conn)
                         .await?;
@@ -139,7 +143,7 @@ impl Store {
             match lane {
                 Lane::Locked(mut conn) => {
                     self.count_statement();
-                    sqlx::query("SELECT pg_advisory_unlock($1)")
+                    sqlx::query(CLEANUP_UNLOCK)
                         .bind(CLEANUP_LOCK)
                         .execute(&mut *conn)
                         .await?;

@@ -305,6 +305,15 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
             RecoveryQuota::Taken
         );
     }
+    // DPoP proofs: one whose window has passed, one still in it.
+    assert!(tenant
+        .remember_dpop_proof(b"proof-old", NOW + 61, NOW)
+        .await
+        .unwrap());
+    assert!(tenant
+        .remember_dpop_proof(b"proof-live", PASS + 60, PASS - 1)
+        .await
+        .unwrap());
     // Audit events.
     audit(&tenant, "old", NOW).await;
     audit(&tenant, "recent", PASS - 10).await;
@@ -327,6 +336,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
             ("audit_events", 1),
         ]
     );
+
     assert!(report.skipped.is_empty());
 
     // What goes is gone, what lives is still there.
@@ -529,6 +539,45 @@ async fn a_pass_cleans_every_database_of_the_store() {
         assert_eq!(events.len(), 1, "{id}");
         assert_eq!(events[0].detail, "recent", "{id}");
     }
+}
+
+/// Advisory locks are per database and a deployment's tables per schema: a pass over another
+/// schema of the same database (another deployment, or another test run) must not make this
+/// one skip its own. (Seen in CI with a lock keyed by the database alone.)
+#[tokio::test]
+async fn a_pass_over_another_schema_of_the_database_does_not_hold_this_one_back() {
+    let (Some(mine), Some(theirs)) = (
+        TestDatabase::postgres().await,
+        TestDatabase::postgres().await,
+    ) else {
+        return;
+    };
+    let (store, other) = (connect(&mine).await, connect(&theirs).await);
+    let t = seeded(&store).await;
+    audit(&store.tenant(&t), "old", NOW).await;
+    // Their pass deletes 500 rows one at a time: it holds its lock for a second or more.
+    let theirs_t = seeded(&other).await;
+    let pool = sqlx::AnyPool::connect(&theirs.url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO audit_events (tenant_id, occurred_at, kind, detail) \
+         SELECT $1, $2, 'signin.succeeded', 'old' FROM generate_series(1, 500)",
+    )
+    .bind(theirs_t.as_str())
+    .bind(NOW)
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let retention = retention(PASS);
+    let their_pass = other.clean_up_in_batches(&retention, 1);
+    let my_pass = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        store.clean_up(&retention).await.unwrap()
+    };
+    let (their_report, my_report) = tokio::join!(their_pass, my_pass);
+    assert!(my_report.skipped.is_empty(), "{my_report:?}");
+    assert_eq!(my_report.total(), 1, "{my_report:?}");
+    assert_eq!(their_report.unwrap().total(), 500);
 }
 
 /// A new SQLite file gives the pages a clean-up frees back to the file system.
