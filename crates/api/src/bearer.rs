@@ -1,13 +1,15 @@
-//! Bearer tokens on the API (RFC 6750 §2.1) checked as RFC 9068 §4 asks: RS256 by a key of
+//! Access tokens on the API (RFC 6750 §2.1, DPoP-bound ones by RFC 9449 §7) checked as
+//! RFC 9068 §4 asks: RS256 by a key of
 //! the issuer's JWKS, `typ` at+jwt, `iss`, `aud`, `exp`/`nbf` with 60 s leeway, and the
 //! claims the API relies on; then the grant must still stand.
 
 use axum::http::{header, HeaderMap};
-use jose::{AccessTokenClaims, UnixTime, Validation};
-use store::{ApiStanding, TenantId};
+use jose::{AccessTokenClaims, BindingError, Scheme, UnixTime, Validation};
+use store::{ApiStanding, TenantId, TenantStore};
 
 use crate::error::ApiError;
 use crate::state::ApiState;
+use crate::GRAPHQL_PATH;
 
 const LEEWAY: i64 = 60;
 
@@ -33,7 +35,7 @@ pub async fn authenticate<'h>(
     headers: &'h HeaderMap,
     now: UnixTime,
 ) -> Result<Authenticated<'h>, ApiError> {
-    let token = bearer_token(headers)?;
+    let (scheme, token) = presented_token(headers)?;
     let invalid = |_| ApiError::Unauthenticated("the access token is invalid or expired");
     let header = jose::decode_header(token).map_err(invalid)?;
     // Only RS256 is ever accepted (no `none`, no HMAC), before any key is looked up.
@@ -61,9 +63,17 @@ pub async fn authenticate<'h>(
             "the access token names no organization",
         ));
     }
-    let standing = state
-        .store
-        .tenant(&tenant)
+    let store = state.store.tenant(&tenant);
+    check_dpop(
+        state,
+        headers,
+        (scheme, token),
+        claims.dpop_jkt(),
+        &store,
+        now,
+    )
+    .await?;
+    let standing = store
         .api_standing(&claims.grant_id, &claims.organization_guid)
         .await?;
     let ApiStanding::Live { data_version } = standing else {
@@ -78,13 +88,53 @@ pub async fn authenticate<'h>(
     })
 }
 
-fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
+fn presented_token(headers: &HeaderMap) -> Result<(Scheme, &str), ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or(ApiError::Unauthenticated("no access token"))?
         .to_str()
         .map_err(|_| ApiError::Unauthenticated("malformed Authorization header"))?;
-    jose::bearer_token(value).ok_or(ApiError::Unauthenticated(
-        "the Authorization header is not a Bearer token",
+    jose::presented_token(value).ok_or(ApiError::Unauthenticated(
+        "the Authorization header is not a Bearer or DPoP token",
     ))
+}
+
+/// RFC 9449 §7.1: a DPoP-bound token only with the DPoP scheme and a fresh proof of this
+/// request by its key, each proof accepted once on every node; an unbound one only as a
+/// Bearer token.
+async fn check_dpop(
+    state: &ApiState,
+    headers: &HeaderMap,
+    (scheme, token): (Scheme, &str),
+    jkt: Option<&str>,
+    store: &TenantStore<'_>,
+    now: UnixTime,
+) -> Result<(), ApiError> {
+    let proofs: Vec<&str> = headers
+        .get_all("dpop")
+        .iter()
+        .map(|value| value.to_str())
+        .collect::<Result<_, _>>()
+        .map_err(|_| ApiError::DpopInvalidProof("the DPoP header is not a JWT"))?;
+    let url = format!(
+        "{}{GRAPHQL_PATH}",
+        state.config.audience.trim_end_matches('/')
+    );
+    let checked = jose::check_presentation(scheme, token, jkt, &proofs, "POST", &url, now);
+    let proof = match checked {
+        Ok(None) => return Ok(()),
+        Ok(Some(proof)) => proof,
+        Err(BindingError::InvalidToken(why)) if scheme == Scheme::Bearer => {
+            return Err(ApiError::Unauthenticated(why))
+        }
+        Err(BindingError::InvalidToken(why)) => return Err(ApiError::DpopInvalidToken(why)),
+        Err(BindingError::InvalidProof(why)) => return Err(ApiError::DpopInvalidProof(why)),
+    };
+    let fresh = store
+        .remember_dpop_proof(&proof.replay_key(), proof.remember_until(), now)
+        .await?;
+    match fresh {
+        true => Ok(()),
+        false => Err(ApiError::DpopInvalidProof("the proof was already used")),
+    }
 }

@@ -11,6 +11,13 @@ pub enum ApiError {
     /// No valid bearer token: refused before the schema runs.
     #[error("{0}")]
     Unauthenticated(&'static str),
+    /// RFC 9449 §7.1 `invalid_token` for a token presented with the DPoP scheme.
+    #[error("{0}")]
+    DpopInvalidToken(&'static str),
+    /// RFC 9449 §7.1 `invalid_dpop_proof`: the proof is missing, invalid, replayed or by
+    /// another key than the token's.
+    #[error("{0}")]
+    DpopInvalidProof(&'static str),
     /// The issuer's JWKS cannot be fetched, so no token can be checked.
     #[error("the token issuer's keys are unavailable")]
     KeysUnavailable,
@@ -35,7 +42,9 @@ impl ApiError {
     /// The `extensions.code` of a GraphQL error.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
+            ApiError::Unauthenticated(_)
+            | ApiError::DpopInvalidToken(_)
+            | ApiError::DpopInvalidProof(_) => "UNAUTHENTICATED",
             ApiError::KeysUnavailable | ApiError::Unavailable => "UNAVAILABLE",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::NotFound(_) => "NOT_FOUND",
@@ -92,6 +101,14 @@ impl IntoResponse for ApiError {
                 Some(format!(
                     r#"Bearer error="invalid_token", error_description="{description}""#
                 )),
+            ),
+            ApiError::DpopInvalidToken(description) => (
+                StatusCode::UNAUTHORIZED,
+                Some(jose::dpop_challenge("invalid_token", description)),
+            ),
+            ApiError::DpopInvalidProof(description) => (
+                StatusCode::UNAUTHORIZED,
+                Some(jose::dpop_challenge("invalid_dpop_proof", description)),
             ),
             ApiError::KeysUnavailable | ApiError::Unavailable => {
                 (StatusCode::SERVICE_UNAVAILABLE, None)

@@ -42,6 +42,7 @@ fn access_claims() -> AccessTokenClaims {
         auth_time: NOW - 120,
         grant_id: "d4e5f6a7-b8c9-4d0e-9f1a-2b3c4d5e6f70".to_owned(),
         acr: Some("urn:fieldauth:acr:mfa".to_owned()),
+        cnf: None,
     }
 }
 

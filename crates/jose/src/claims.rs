@@ -26,12 +26,28 @@ pub struct AccessTokenClaims {
     /// a second factor where it matters. Absent from tokens issued before it existed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub acr: Option<String>,
+    /// RFC 9449 §6.1: the DPoP key the token is bound to. A bound token is accepted only
+    /// with the `DPoP` scheme and a proof signed by that key.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cnf: Option<Confirmation>,
 }
 
 impl AccessTokenClaims {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scope.split(' ').any(|s| s == scope)
     }
+
+    /// The thumbprint of the DPoP key the token is bound to, if it is bound.
+    pub fn dpop_jkt(&self) -> Option<&str> {
+        self.cnf.as_ref().map(|cnf| cnf.jkt.as_str())
+    }
+}
+
+/// RFC 7800 §3.1 `cnf`, with the RFC 9449 §6.1 `jkt` member: the SHA-256 JWK thumbprint
+/// (RFC 7638) of the key a token is bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub jkt: String,
 }
 
 /// An OpenID Connect ID token (Core §2), with the profile and email claims its scopes allow.

@@ -47,4 +47,8 @@ pub enum JoseError {
     /// A required claim is absent; the name is the claim's wire name.
     #[error("missing claim: {0}")]
     MissingClaim(&'static str),
+    /// A DPoP proof (RFC 9449 §4.3) failed a check; the reason is a fixed phrase a client
+    /// may be shown (`error_description` of `invalid_dpop_proof`).
+    #[error("invalid DPoP proof: {0}")]
+    InvalidProof(&'static str),
 }

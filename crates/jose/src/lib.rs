@@ -1,4 +1,5 @@
-//! JOSE for fieldauth: RS256 JWT signing and verification, JWKS, and the signing-key lifecycle.
+//! JOSE for fieldauth: RS256 JWT signing and verification, JWKS, the signing-key lifecycle,
+//! and DPoP proofs (RFC 9449).
 //!
 //! The crate does no I/O and reads no clock of its own: callers pass `now` (from a [`Clock`])
 //! and keys (from the store) in. Every error is a [`JoseError`] whose message carries no token
@@ -6,6 +7,7 @@
 
 mod claims;
 mod clock;
+mod dpop;
 mod error;
 mod jwks;
 mod rotation;
@@ -13,9 +15,14 @@ mod sign;
 mod verify;
 
 pub use claims::{
-    AccessTokenClaims, BackchannelLogoutEvent, IdTokenClaims, LogoutEvents, LogoutTokenClaims,
+    AccessTokenClaims, BackchannelLogoutEvent, Confirmation, IdTokenClaims, LogoutEvents,
+    LogoutTokenClaims,
 };
 pub use clock::{Clock, ManualClock, SystemClock, UnixTime};
+pub use dpop::{
+    challenge as dpop_challenge, check_presentation, presented_token, verify_proof, BindingError,
+    Proof, ProofRequest, Scheme, DPOP_ALGORITHMS, PROOF_WINDOW,
+};
 pub use error::JoseError;
 pub use jwks::{Jwk, Jwks};
 pub use rotation::{

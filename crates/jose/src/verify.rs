@@ -74,7 +74,7 @@ impl fmt::Debug for VerificationKeys {
 }
 
 /// Significant bits of a big-endian unsigned integer.
-fn modulus_bits(n: &[u8]) -> usize {
+pub(crate) fn modulus_bits(n: &[u8]) -> usize {
     match n.iter().position(|&b| b != 0) {
         Some(i) => (n.len() - i) * 8 - n.get(i).map_or(0, |b| b.leading_zeros() as usize),
         None => 0,
@@ -145,15 +145,15 @@ impl Audience {
     }
 }
 
-struct Parts<'t> {
-    signing_input: &'t str,
-    header: &'t str,
-    payload: &'t str,
-    signature: &'t str,
+pub(crate) struct Parts<'t> {
+    pub(crate) signing_input: &'t str,
+    pub(crate) header: &'t str,
+    pub(crate) payload: &'t str,
+    pub(crate) signature: &'t str,
 }
 
 /// RFC 7515 §7.1: exactly three base64url parts separated by dots.
-fn split(token: &str) -> Result<Parts<'_>, JoseError> {
+pub(crate) fn split(token: &str) -> Result<Parts<'_>, JoseError> {
     let mut parts = token.split('.');
     let (Some(header), Some(payload), Some(signature), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -171,7 +171,7 @@ fn split(token: &str) -> Result<Parts<'_>, JoseError> {
     })
 }
 
-fn decode_part(part: &str, what: &'static str) -> Result<Vec<u8>, JoseError> {
+pub(crate) fn decode_part(part: &str, what: &'static str) -> Result<Vec<u8>, JoseError> {
     URL_SAFE_NO_PAD
         .decode(part)
         .map_err(|_| JoseError::Malformed(what))
@@ -186,7 +186,7 @@ fn parse_header(json: &[u8]) -> Result<RawHeader<'_>, JoseError> {
 
 /// RFC 7515 §4 and RFC 7519 §7.2: header and claims are JSON objects. Derived `Deserialize`
 /// would also accept an array, filling fields by position, so look before parsing.
-fn is_json_object(json: &[u8]) -> bool {
+pub(crate) fn is_json_object(json: &[u8]) -> bool {
     json.trim_ascii_start().first() == Some(&b'{')
 }
 
@@ -281,7 +281,7 @@ fn check_claims(claims: &RegisteredClaims, validation: &Validation) -> Result<()
 }
 
 /// RFC 7519 §2 NumericDate: integer seconds, or a non-integer rounded by `round`.
-fn numeric_date(value: &serde_json::Number, round: fn(f64) -> f64) -> UnixTime {
+pub(crate) fn numeric_date(value: &serde_json::Number, round: fn(f64) -> f64) -> UnixTime {
     if let Some(seconds) = value.as_i64() {
         seconds
     } else if value.as_u64().is_some() {
@@ -293,7 +293,7 @@ fn numeric_date(value: &serde_json::Number, round: fn(f64) -> f64) -> UnixTime {
 }
 
 /// RFC 7515 §4.1.9: media types compare case-insensitively and `application/` may be omitted.
-fn media_type_eq(actual: &str, expected: &str) -> bool {
+pub(crate) fn media_type_eq(actual: &str, expected: &str) -> bool {
     without_application(actual).eq_ignore_ascii_case(without_application(expected))
 }
 

@@ -52,6 +52,8 @@ pub fn metadata(issuer: &Issuer) -> serde_json::Value {
         "revocation_endpoint_auth_methods_supported": client_auth,
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
+        // RFC 9449 §5.1: the token endpoint, userinfo and the API accept DPoP proofs.
+        "dpop_signing_alg_values_supported": jose::DPOP_ALGORITHMS,
         "claims_supported": CLAIMS_SUPPORTED,
         // Core §3.1.2.1 `acr_values`: asking for `…:mfa` demands a second factor proved
         // for this request.
@@ -95,6 +97,10 @@ mod tests {
         assert_eq!(doc["jwks_uri"], "https://id.example.com/oauth/jwks");
         assert_eq!(doc["response_types_supported"], json!(["code"]));
         assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
+        assert_eq!(
+            doc["dpop_signing_alg_values_supported"],
+            json!(["ES256", "ES384", "EdDSA", "PS256", "RS256"])
+        );
         assert_eq!(
             doc["grant_types_supported"],
             json!(["authorization_code", "refresh_token"])

@@ -38,6 +38,21 @@ pub enum OAuthError {
     /// RFC 6750 §3.1 `invalid_token`.
     #[error("invalid access token: {0}")]
     InvalidToken(&'static str),
+    /// RFC 9449 §5 `invalid_dpop_proof` at the token endpoint (400).
+    #[error("invalid DPoP proof: {0}")]
+    InvalidDpopProof(&'static str),
+    /// RFC 9449 §8 `use_dpop_nonce`: the token request's proof must carry a nonce we handed
+    /// out; the response's `DPoP-Nonce` header has one.
+    #[error("a DPoP nonce is required")]
+    UseDpopNonce,
+    /// RFC 9449 §7.1 `invalid_token` for a token presented with the `DPoP` scheme (401 with
+    /// a DPoP challenge).
+    #[error("invalid DPoP-bound access token: {0}")]
+    DpopInvalidToken(&'static str),
+    /// RFC 9449 §7.1 `invalid_dpop_proof` at a protected resource (401 with a DPoP
+    /// challenge).
+    #[error("invalid DPoP proof: {0}")]
+    DpopInvalidProof(&'static str),
     /// RFC 6750 §3.1 `insufficient_scope`; the scope that is needed.
     #[error("insufficient scope: {0} is needed")]
     InsufficientScope(&'static str),
@@ -152,6 +167,22 @@ impl OAuthError {
                     r#"Bearer error="invalid_token", error_description="{d}""#
                 )),
                 ..client(StatusCode::UNAUTHORIZED, "invalid_token", d)
+            },
+            OAuthError::InvalidDpopProof(d) => {
+                client(StatusCode::BAD_REQUEST, "invalid_dpop_proof", d)
+            }
+            OAuthError::UseDpopNonce => client(
+                StatusCode::BAD_REQUEST,
+                "use_dpop_nonce",
+                "make the DPoP proof again with the nonce of the DPoP-Nonce header",
+            ),
+            OAuthError::DpopInvalidToken(d) => Wire {
+                challenge: Some(jose::dpop_challenge("invalid_token", d)),
+                ..client(StatusCode::UNAUTHORIZED, "invalid_token", d)
+            },
+            OAuthError::DpopInvalidProof(d) => Wire {
+                challenge: Some(jose::dpop_challenge("invalid_dpop_proof", d)),
+                ..client(StatusCode::UNAUTHORIZED, "invalid_dpop_proof", d)
             },
             OAuthError::InsufficientScope(scope) => Wire {
                 challenge: Some(format!(

@@ -11,6 +11,7 @@ mod consent;
 pub mod cors;
 mod discovery;
 mod double_submit;
+pub mod dpop;
 mod error;
 mod events;
 mod issuer;

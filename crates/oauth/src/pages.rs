@@ -89,6 +89,10 @@ impl IntoResponse for PageError {
             }
             OAuthError::UnsupportedGrantType
             | OAuthError::UnsupportedTokenType
+            | OAuthError::InvalidDpopProof(_)
+            | OAuthError::UseDpopNonce
+            | OAuthError::DpopInvalidToken(_)
+            | OAuthError::DpopInvalidProof(_)
             | OAuthError::InsufficientScope(_) => (
                 StatusCode::BAD_REQUEST,
                 "Sign-in cannot continue",

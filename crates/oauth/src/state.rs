@@ -9,6 +9,7 @@ use store::Store;
 use tokio::sync::Semaphore;
 
 use crate::discovery;
+use crate::dpop::Nonces;
 use crate::error::OAuthError;
 use crate::events::Metrics;
 use crate::issuer::Issuer;
@@ -55,6 +56,8 @@ pub struct OAuthState {
     pub signing_permits: Arc<Semaphore>,
     /// Where password-recovery mail goes (`--smtp-url`); none: no recovery by mail.
     pub mailer: Option<Mailer>,
+    /// The DPoP nonce this node hands out (RFC 9449 §8).
+    pub dpop_nonces: Nonces,
     metrics: Metrics,
     discovery_json: Bytes,
 }
@@ -85,6 +88,7 @@ impl OAuthState {
             signin,
             signing_permits: Arc::new(Semaphore::new(cores)),
             mailer: None,
+            dpop_nonces: Nonces::default(),
             metrics: Metrics::default(),
             discovery_json,
         })

@@ -62,7 +62,7 @@ struct Rule {
 
 /// Every table that holds records that expire, in the order of a pass: refresh tokens before
 /// the grants that can only go once their tokens have. The columns in the conditions are
-/// indexed (migrations 0005, 0007, 0008, 0011, 0016), so a batch reads no more than it deletes.
+/// indexed (migrations 0005, 0007, 0008, 0011, 0016, 0018), so a batch reads no more than it deletes.
 #[rustfmt::skip]
 const RULES: &[Rule] = &[
     Rule { table: "authorization_requests", key: "tenant_id, request_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
@@ -75,6 +75,7 @@ const RULES: &[Rule] = &[
     Rule { table: "signin_failures", key: "tenant_id, kind, subject", condition: "last_attempt_at < $1", cutoff: |r| r.now - r.signin_window },
     Rule { table: "authorization_request_quotas", key: "tenant_id, address", condition: "window_started_at <= $1", cutoff: |r| r.now - r.request_quota_window },
     Rule { table: "recovery_quotas", key: "tenant_id, kind, subject", condition: "window_started_at <= $1", cutoff: |r| r.now - r.recovery_quota_window },
+    Rule { table: "dpop_proofs", key: "tenant_id, proof_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
     Rule { table: "audit_events", key: "seq", condition: "occurred_at < $1", cutoff: |r| r.now - r.audit_retention },
 ];
 

@@ -249,7 +249,8 @@ impl RedeemedCode<'_> {
         .bind(grant.auth_time)
         .bind(now)
         .bind(refresh_token.map(|token| token.token_hash.to_vec()))
-        .bind(refresh_token.map(|token| token.expires_at));
+        .bind(refresh_token.map(|token| token.expires_at))
+        .bind(grant.dpop_jkt.map(str::to_owned));
         let rows: Vec<IssuedUserRow> = match tenant.backend() {
             Backend::Postgres => issue.fetch_all(tenant.pool()).await?,
             Backend::Sqlite => tenant.sqlite_batch(issue).await?,
@@ -314,7 +315,7 @@ static POSTGRES_ISSUE: LazyLock<String> = LazyLock::new(|| {
            WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
            RETURNING grant_id, sid, amr), \
          issued AS ( \
-           {INSERT_GRANT} SELECT $2, grant_id, $6, $5, $7, $8, $9, $10, sid, amr \
+           {INSERT_GRANT} SELECT $2, grant_id, $6, $5, $7, $8, $9, $10, sid, amr, $13 \
            FROM redeemed WHERE grant_id IS NOT NULL \
            RETURNING grant_id), \
          first_refresh_token AS ( \
@@ -344,7 +345,7 @@ static SQLITE_ISSUE: LazyLock<String> = LazyLock::new(|| {
          UPDATE authorization_codes SET redeemed_at = $1, grant_id = {MEMBER_GRANT_ID} \
          WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
          RETURNING {}, {}, {}, {}, {}; \
-         {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10, sid, amr FROM authorization_codes \
+         {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10, sid, amr, $13 FROM authorization_codes \
          WHERE tenant_id = $2 AND code_hash = $3 AND grant_id = $4; \
          {INSERT_REFRESH_TOKEN} SELECT $2, $11, $4, $10, $12 FROM grants \
          WHERE tenant_id = $2 AND grant_id = $4 AND $11 IS NOT NULL; \

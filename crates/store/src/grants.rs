@@ -34,6 +34,9 @@ pub struct NewGrant<'a> {
     pub organization_guid: &'a str,
     pub scope: &'a str,
     pub auth_time: UnixTime,
+    /// The DPoP key (RFC 7638 thumbprint) its refresh tokens are bound to: a public client's
+    /// grant issued with a DPoP proof (RFC 9449 §5). `None`: not bound.
+    pub dpop_jkt: Option<&'a str>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -123,7 +126,7 @@ const GRANT_COLUMNS: &str =
 /// The heads of the two inserts a grant's issue makes, shared by the transaction and by
 /// PostgreSQL's single statements so their columns cannot drift apart.
 pub(crate) const INSERT_GRANT: &str = "INSERT INTO grants (tenant_id, grant_id, client_id, \
-     user_id, organization_guid, scope, auth_time, created_at, sid, amr)";
+     user_id, organization_guid, scope, auth_time, created_at, sid, amr, dpop_jkt)";
 pub(crate) const INSERT_REFRESH_TOKEN: &str =
     "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at)";
 

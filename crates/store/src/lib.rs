@@ -16,6 +16,7 @@ mod code_exchange;
 mod codes;
 mod data_versions;
 mod db;
+mod dpop_proofs;
 mod error;
 mod field;
 mod grants;

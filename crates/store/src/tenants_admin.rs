@@ -82,7 +82,7 @@ impl TenantStore<'_> {
 /// Every table with a tenant's rows, children before parents, so each delete finds nothing
 /// that still refers to what it removes (several field-service keys do not cascade). A new
 /// tenant table must be added here, or deleting a tenant leaves its rows behind.
-const TENANT_TABLES: [&str; 34] = [
+const TENANT_TABLES: [&str; 35] = [
     "payments",
     "invoice_lines",
     "invoices",
@@ -110,6 +110,7 @@ const TENANT_TABLES: [&str; 34] = [
     "recovery_codes",
     "totp_credentials",
     "backchannel_logouts",
+    "dpop_proofs",
     "recovery_quotas",
     "signin_failures",
     "audit_events",

@@ -147,6 +147,7 @@ async fn grant(tenant: &TenantStore<'_>, grant_id: &str, refresh: Option<(&[u8],
         organization_guid: "org-a",
         scope: "openid offline_access",
         auth_time: at,
+        dpop_jkt: None,
     };
     let refresh = refresh.map(|(token_hash, expires_at)| NewRefreshToken {
         token_hash,
@@ -333,10 +334,15 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
             ("signin_failures", 1),
             ("authorization_request_quotas", 1),
             ("recovery_quotas", 1),
+            ("dpop_proofs", 1),
             ("audit_events", 1),
         ]
     );
-
+    // The live proof is still remembered: presenting it again is a replay.
+    assert!(!tenant
+        .remember_dpop_proof(b"proof-live", PASS + 60, PASS)
+        .await
+        .unwrap());
     assert!(report.skipped.is_empty());
 
     // What goes is gone, what lives is still there.

@@ -397,6 +397,7 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
         organization_guid: "org-a",
         scope: "openid offline_access",
         auth_time: NOW,
+        dpop_jkt: None,
     };
     let issuance = redeemed
         .issue(&grant, Some(refresh(b"r1")), NOW + 1)

@@ -914,6 +914,7 @@ fn grant(grant_id: &str) -> NewGrant<'_> {
         organization_guid: "org-a",
         scope: "openid offline_access",
         auth_time: NOW,
+        dpop_jkt: None,
     }
 }
 

@@ -86,7 +86,7 @@ fn readable_by(origin: &str) -> Vec<(String, String)> {
         ("access-control-allow-origin".into(), origin.into()),
         (
             "access-control-expose-headers".into(),
-            "WWW-Authenticate, Retry-After".into(),
+            "WWW-Authenticate, Retry-After, DPoP-Nonce".into(),
         ),
     ]
 }
@@ -119,7 +119,7 @@ async fn preflights_from_a_registered_origin_are_answered_on_every_endpoint_for_
                 [
                     (
                         "access-control-allow-headers".to_owned(),
-                        "Authorization, Content-Type".to_owned()
+                        "Authorization, Content-Type, DPoP".to_owned()
                     ),
                     ("access-control-allow-methods".into(), methods.into()),
                     ("access-control-allow-origin".into(), origin.into()),

@@ -29,6 +29,7 @@ mod db_proxy;
 mod demo;
 mod demo_app;
 mod discovery;
+mod dpop;
 mod faults;
 mod flow;
 mod kek;

@@ -52,13 +52,13 @@ pub const AUTH_ROUTES: &[CorsRoute] = &[
     },
 ];
 
-/// Request headers a page may send beyond the CORS-safelisted ones: the bearer token, and a
-/// JSON body's type.
-const ALLOW_HEADERS: &str = "Authorization, Content-Type";
+/// Request headers a page may send beyond the CORS-safelisted ones: the access token, a
+/// JSON body's type, and a DPoP proof (RFC 9449 §4.1).
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, DPoP";
 
-/// Response headers a page may read beyond the safelisted ones: the bearer error (RFC 6750
-/// §3) and when to retry a 503.
-const EXPOSE_HEADERS: &str = "WWW-Authenticate, Retry-After";
+/// Response headers a page may read beyond the safelisted ones: the bearer or DPoP error
+/// (RFC 6750 §3, RFC 9449 §7.1), when to retry a 503, and the next DPoP nonce (§8).
+const EXPOSE_HEADERS: &str = "WWW-Authenticate, Retry-After, DPoP-Nonce";
 
 /// Seconds a browser may reuse a preflight's answer: Chromium's ceiling. Withdrawing an
 /// origin still takes effect at once, since every actual response is checked again.

@@ -3,9 +3,10 @@
 //! redemption issued (§4.1.2, §10.5).
 
 use axum::http::HeaderMap;
-use jose::UnixTime;
+use jose::{Proof, UnixTime};
 use store::{
-    AuthorizationCode, CodeExchange, Grant, Issuance, NewGrant, NewRefreshToken, TenantId,
+    AuthorizationCode, ClientType, CodeExchange, Grant, Issuance, NewGrant, NewRefreshToken,
+    TenantId,
 };
 use subtle::ConstantTimeEq;
 
@@ -24,6 +25,7 @@ pub async fn exchange_code(
     state: &OAuthState,
     headers: &HeaderMap,
     params: &Params,
+    dpop: Option<&Proof>,
     now: UnixTime,
 ) -> Result<TokenResponse, OAuthError> {
     let code = required(params, "code")?;
@@ -91,6 +93,11 @@ pub async fn exchange_code(
         organization_guid: &code.organization_guid,
         scope: &code.scope,
         auth_time: code.auth_time,
+        // RFC 9449 §5: a public client's refresh tokens are bound to its DPoP key (a
+        // confidential client's are already bound to its credentials).
+        dpop_jkt: dpop
+            .filter(|_| client.client_type == ClientType::Public)
+            .map(|proof| proof.jkt.as_str()),
     };
     let refresh_hash = refresh_token.as_deref().map(hash_secret);
     let first = refresh_hash.as_ref().map(|hash| NewRefreshToken {
@@ -132,6 +139,7 @@ pub async fn exchange_code(
         user: &user,
         nonce: code.nonce.as_deref(),
         refresh_token: refresh_token.map(|secret| format!("{tenant_id}.{secret}")),
+        dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
     };
     tracing::info!(tenant = %tenant_id, client_id = %client.client_id, sub = %user.user_id, "authorization code exchanged");
     issue::mint(state, issue, now).await

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use jose::{AccessTokenClaims, IdTokenClaims, SigningKey, UnixTime};
+use jose::{AccessTokenClaims, Confirmation, IdTokenClaims, SigningKey, UnixTime};
 use serde::Serialize;
 use store::{Grant, User};
 
@@ -42,6 +42,8 @@ pub struct Issue<'a> {
     /// Only in the ID token of a code exchange (OpenID Connect Core §12.2: not on refresh).
     pub nonce: Option<&'a str>,
     pub refresh_token: Option<String>,
+    /// The DPoP key the access token is bound to (RFC 9449 §6): then its type is `DPoP`.
+    pub dpop_jkt: Option<&'a str>,
 }
 
 pub async fn mint(
@@ -68,6 +70,9 @@ pub async fn mint(
         auth_time: issue.grant.auth_time,
         grant_id: issue.grant.grant_id.clone(),
         acr: Some(acr.to_owned()),
+        cnf: issue.dpop_jkt.map(|jkt| Confirmation {
+            jkt: jkt.to_owned(),
+        }),
     };
     let id = has(Scope::OpenId).then(|| IdTokenClaims {
         iss: issuer,
@@ -100,7 +105,11 @@ pub async fn mint(
     let (access_token, id_token) = sign(key, access, id).await?;
     Ok(TokenResponse {
         access_token,
-        token_type: "Bearer",
+        // RFC 9449 §5: a bound token says so, and is refused as a Bearer token.
+        token_type: match issue.dpop_jkt {
+            Some(_) => "DPoP",
+            None => "Bearer",
+        },
         expires_in: ACCESS_TOKEN_LIFETIME,
         scope: issue.scope.to_owned(),
         id_token,

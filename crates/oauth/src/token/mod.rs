@@ -15,6 +15,7 @@ pub use client_auth::authenticate_client;
 pub use code::REPLAY_REVOCATION_WINDOW;
 pub use issue::{ACCESS_TOKEN_LIFETIME, ID_TOKEN_LIFETIME, REFRESH_TOKEN_LIFETIME};
 
+use crate::dpop;
 use crate::error::OAuthError;
 use crate::params::FormParams;
 use crate::state::OAuthState;
@@ -30,10 +31,22 @@ pub async fn post_token(
     state
         .metrics()
         .token_request(grant_type, outcome.as_ref().map(|_| ()));
-    let mut response = Json(outcome?).into_response();
+    // RFC 9449 §8.2: a client using DPoP gets a fresh nonce with every answer, refusals
+    // included, so its next proof can carry it.
+    let nonce = match headers.contains_key(dpop::DPOP) {
+        true => Some(state.dpop_nonces.current(&state, now).await?),
+        false => None,
+    };
+    let mut response = match outcome {
+        Ok(tokens) => Json(tokens).into_response(),
+        Err(error) => error.into_response(),
+    };
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    if let Some(value) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
+        headers.insert(dpop::DPOP_NONCE, value);
+    }
     Ok(response)
 }
 
@@ -47,9 +60,26 @@ async fn grant(
     if params.first_repeated().is_some() {
         return Err(OAuthError::InvalidForm("a parameter is repeated")); // §3.2
     }
+    // The tenant whose replay cache holds the proof: the one the code or token names.
+    let presented = match grant_type {
+        Some("authorization_code") => params.single("code"),
+        Some("refresh_token") => params.single("refresh_token"),
+        _ => return Err(OAuthError::UnsupportedGrantType),
+    };
+    let tenant_id = presented
+        .ok()
+        .flatten()
+        .and_then(tenant_token)
+        .map(|(tenant, _)| tenant);
+    let tenant = tenant_id.as_ref().map(|id| state.store.tenant(id));
+    let proof = dpop::token_request_proof(state, headers, tenant, now).await?;
     match grant_type {
-        Some("authorization_code") => code::exchange_code(state, headers, params, now).await,
-        Some("refresh_token") => refresh::refresh(state, headers, params, now).await,
+        Some("authorization_code") => {
+            code::exchange_code(state, headers, params, proof.as_ref(), now).await
+        }
+        Some("refresh_token") => {
+            refresh::refresh(state, headers, params, proof.as_ref(), now).await
+        }
         // Implicit, password and client_credentials are not offered (spec §1).
         _ => Err(OAuthError::UnsupportedGrantType),
     }

@@ -5,7 +5,7 @@
 //! again.
 
 use axum::http::HeaderMap;
-use jose::UnixTime;
+use jose::{Proof, UnixTime};
 use store::{NewRefreshToken, RefreshRotation};
 
 use super::client_auth::authenticate_client;
@@ -23,6 +23,7 @@ pub async fn refresh(
     state: &OAuthState,
     headers: &HeaderMap,
     params: &Params,
+    dpop: Option<&Proof>,
     now: UnixTime,
 ) -> Result<TokenResponse, OAuthError> {
     let token = required(params, "refresh_token")?;
@@ -92,6 +93,7 @@ pub async fn refresh(
         user: &user,
         nonce: None,
         refresh_token: Some(format!("{tenant_id}.{next_secret}")),
+        dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
     };
     issue::mint(state, issue, now).await
 }
