@@ -121,9 +121,34 @@ pub enum RefreshRotation {
     Retried(Grant, Box<User>),
     /// The token was already consumed: its grant is now revoked (spec §5.7).
     Reused { grant_id: String },
+    /// The token's grant is bound to a DPoP key (RFC 9449 §5) and the presentation was not
+    /// made with that key: nothing was spent or revoked, whatever the token's state.
+    WrongKey,
     /// Unknown, expired, another client's, or of a revoked grant; or consumed and retried
     /// already (by this presentation's twin), with the retry's successor unused.
     Refused,
+}
+
+/// Who presents a refresh token: the authenticated client, its retry window (issue 27),
+/// and the DPoP key of the request's proof, if it has one.
+#[derive(Clone, Copy, Debug)]
+pub struct RefreshingClient<'a> {
+    pub client_id: &'a str,
+    /// Seconds within which a consumed token may be presented again (0: never).
+    pub retry_seconds: i64,
+    /// RFC 7638 thumbprint of the request's DPoP proof key.
+    pub dpop_jkt: Option<&'a str>,
+}
+
+impl<'a> RefreshingClient<'a> {
+    /// A client presenting no DPoP proof.
+    pub fn new(client_id: &'a str, retry_seconds: i64) -> RefreshingClient<'a> {
+        RefreshingClient {
+            client_id,
+            retry_seconds,
+            dpop_jkt: None,
+        }
+    }
 }
 
 /// A refresh token as presented, with what its rotation was given; for the refusal path.
@@ -132,6 +157,7 @@ pub(crate) struct Presented<'a> {
     pub token_hash: &'a [u8],
     pub client_id: &'a str,
     pub retry_seconds: i64,
+    pub dpop_jkt: Option<&'a str>,
     pub next: NewRefreshToken<'a>,
     pub grant_max_age: UnixTime,
     pub now: UnixTime,
@@ -224,12 +250,13 @@ impl TenantStore<'_> {
     /// within the client's `retry_seconds` (0: never; see `grants_retry.rs`).
     /// The token must also be of a grant younger than `grant_max_age` seconds whose user is
     /// still a member of its organization; the successor expires at `next.expires_at` or at
-    /// the grant's end, whichever comes first, so rotation never extends a grant.
+    /// the grant's end, whichever comes first, so rotation never extends a grant. A grant
+    /// bound to a DPoP key is rotated only for a presentation with that key
+    /// ([`RefreshRotation::WrongKey`] otherwise).
     pub async fn rotate_refresh_token(
         &self,
         token_hash: &[u8],
-        client_id: &str,
-        retry_seconds: i64,
+        client: RefreshingClient<'_>,
         next: NewRefreshToken<'_>,
         grant_max_age: UnixTime,
         now: UnixTime,
@@ -247,10 +274,11 @@ impl TenantStore<'_> {
                 .bind(now)
                 .bind(self.id_str())
                 .bind(token_hash.to_vec())
-                .bind(client_id)
+                .bind(client.client_id)
                 .bind(next.token_hash.to_vec())
                 .bind(next.expires_at)
                 .bind(grant_max_age)
+                .bind(client.dpop_jkt)
                 .fetch_all(self.pool())
                 .await?
         };
@@ -261,8 +289,9 @@ impl TenantStore<'_> {
             None => {
                 let presented = Presented {
                     token_hash,
-                    client_id,
-                    retry_seconds,
+                    client_id: client.client_id,
+                    retry_seconds: client.retry_seconds,
+                    dpop_jkt: client.dpop_jkt,
                     next,
                     grant_max_age,
                     now,
@@ -307,13 +336,30 @@ impl TenantStore<'_> {
 /// `EXISTS` on the grant's key and the membership's, so no statement lists the tenant's
 /// grants. The last three are placeholders (`$4`) of the statement it is part of.
 pub(crate) fn grant_stands(t: &str, client: &str, max_age: &str, now: &str) -> String {
+    grant_stands_and(t, client, max_age, now, "")
+}
+
+/// A rotation's [`grant_stands`], where the grant must also not be bound to a DPoP key other
+/// than `$8` (RFC 9449 §5; NULL for a request without a proof): checked on the grant's row
+/// the condition reads anyway, so a rotation pays nothing for it.
+fn grant_stands_for_key(t: &str) -> String {
+    grant_stands_and(
+        t,
+        "$4",
+        "$7",
+        "$1",
+        "AND (g.dpop_jkt IS NULL OR g.dpop_jkt = $8)",
+    )
+}
+
+fn grant_stands_and(t: &str, client: &str, max_age: &str, now: &str, also: &str) -> String {
     format!(
         "EXISTS (SELECT 1 FROM grants g JOIN memberships m \
                    ON m.tenant_id = g.tenant_id AND m.user_id = g.user_id \
                   AND m.organization_guid = g.organization_guid \
                  WHERE g.tenant_id = {t}.tenant_id AND g.grant_id = {t}.grant_id \
                    AND g.client_id = {client} AND g.revoked_at IS NULL \
-                   AND g.created_at + {max_age} > {now})"
+                   AND g.created_at + {max_age} > {now} {also})"
     )
 }
 
@@ -340,7 +386,7 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
          FROM consumed c \
          JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
          JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
-        stands = grant_stands("refresh_tokens", "$4", "$7", "$1"),
+        stands = grant_stands_for_key("refresh_tokens"),
     )
 });
 
@@ -398,6 +444,6 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         name = user("name"),
         email = user("email"),
         user_created_at = user("created_at"),
-        stands = grant_stands("t", "$4", "$7", "$1"),
+        stands = grant_stands_for_key("t"),
     )
 });

@@ -27,6 +27,8 @@ struct Refusal {
     successor_expires_at: Option<i64>,
     /// 1 when the grant stands for the presenting client, as a rotation requires it.
     stands: i64,
+    /// The DPoP key the grant is bound to (RFC 9449 §5), if any.
+    dpop_jkt: Option<String>,
 }
 
 /// What a refused presentation comes to.
@@ -89,6 +91,16 @@ impl TenantStore<'_> {
         let Some(found) = found else {
             return Ok(RefreshRotation::Refused);
         };
+        // A bound token without its key proves nothing about who holds it: it neither
+        // retries nor, consumed, revokes the grant (else anyone who copied it could end the
+        // user's grant without the device).
+        if found
+            .dpop_jkt
+            .as_deref()
+            .is_some_and(|bound| presented.dpop_jkt != Some(bound))
+        {
+            return Ok(RefreshRotation::WrongKey);
+        }
         match found.verdict(presented) {
             Verdict::Refuse => Ok(RefreshRotation::Refused),
             Verdict::Revoke => self.revoke_reused(found.grant_id, presented.now).await,
@@ -217,13 +229,15 @@ impl TenantStore<'_> {
     }
 }
 
-/// The presented token (`$1` tenant, `$2` hash), its current successor, and whether its
-/// grant stands for client `$3` (maximum age `$4` at `$5`).
+/// The presented token (`$1` tenant, `$2` hash), its current successor, whether its grant
+/// stands for client `$3` (maximum age `$4` at `$5`), and the DPoP key the grant is bound to.
 static REFUSAL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT t.grant_id, t.consumed_at, t.retried_at, t.successor_hash, \
            s.consumed_at AS successor_consumed_at, s.expires_at AS successor_expires_at, \
-           CASE WHEN {stands} THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS stands \
+           CASE WHEN {stands} THEN CAST(1 AS BIGINT) ELSE CAST(0 AS BIGINT) END AS stands, \
+           (SELECT g.dpop_jkt FROM grants g \
+             WHERE g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id) AS dpop_jkt \
          FROM refresh_tokens t LEFT JOIN refresh_tokens s \
            ON s.tenant_id = t.tenant_id AND s.token_hash = t.successor_hash \
          WHERE t.tenant_id = $1 AND t.token_hash = $2",
@@ -265,6 +279,7 @@ mod tests {
             token_hash: b"p",
             client_id: "spa",
             retry_seconds,
+            dpop_jkt: None,
             next: NewRefreshToken {
                 token_hash: b"n",
                 expires_at: NOW + 100,
@@ -284,6 +299,7 @@ mod tests {
             successor_consumed_at: None,
             successor_expires_at: Some(NOW + 100),
             stands: 1,
+            dpop_jkt: None,
         }
     }
 

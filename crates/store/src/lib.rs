@@ -70,7 +70,9 @@ pub use field::{
     NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property, Shift,
     SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
-pub use grants::{Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken};
+pub use grants::{
+    Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken, RefreshingClient,
+};
 pub use grants_admin::{GrantSummary, GrantsOf};
 pub use keys::{PrivateKeyChange, StoredSigningKey};
 pub use organizations::Organization;

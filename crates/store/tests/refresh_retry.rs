@@ -9,7 +9,7 @@
 use store::testing::TestDatabase;
 use store::{
     ClientChanges, CodeExchange, Issuance, NewAuthorizationCode, NewClient, NewGrant,
-    NewRefreshToken, NewUser, RefreshRotation, Store, TenantId, TenantStore,
+    NewRefreshToken, NewUser, RefreshRotation, RefreshingClient, Store, TenantId, TenantStore,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -174,7 +174,13 @@ async fn present(
         expires_at: now + 30 * 86_400,
     };
     tenant
-        .rotate_refresh_token(presented, client_id, window, next, MAX_AGE, now)
+        .rotate_refresh_token(
+            presented,
+            RefreshingClient::new(client_id, window),
+            next,
+            MAX_AGE,
+            now,
+        )
         .await
         .unwrap()
 }

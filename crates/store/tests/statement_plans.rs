@@ -17,8 +17,8 @@ use sqlx::{Connection, Row};
 use store::testing::TestDatabase;
 use store::{
     CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation, Store,
-    TenantId, TenantStore,
+    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation,
+    RefreshingClient, Store, TenantId, TenantStore,
 };
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -431,7 +431,13 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
     );
 
     let rotation = tenant
-        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), 90 * 86_400, NOW + 3)
+        .rotate_refresh_token(
+            b"r1",
+            RefreshingClient::new("web", 0),
+            refresh(b"r2"),
+            90 * 86_400,
+            NOW + 3,
+        )
         .await
         .unwrap();
     assert!(
@@ -443,12 +449,24 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
     tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
     // Issue 27: r1 again within a 60 s window, r2 unused: the retry's statements.
     let retry = tenant
-        .rotate_refresh_token(b"r1", "web", 60, refresh(b"r9"), 90 * 86_400, NOW + 4)
+        .rotate_refresh_token(
+            b"r1",
+            RefreshingClient::new("web", 60),
+            refresh(b"r9"),
+            90 * 86_400,
+            NOW + 4,
+        )
         .await
         .unwrap();
     assert!(matches!(retry, RefreshRotation::Retried(..)), "{retry:?}");
     let reuse = tenant
-        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r3"), 90 * 86_400, NOW + 4)
+        .rotate_refresh_token(
+            b"r1",
+            RefreshingClient::new("web", 0),
+            refresh(b"r3"),
+            90 * 86_400,
+            NOW + 4,
+        )
         .await
         .unwrap();
     assert!(matches!(reuse, RefreshRotation::Reused { .. }), "{reuse:?}");

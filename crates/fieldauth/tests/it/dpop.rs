@@ -23,6 +23,8 @@ on_both_backends!(
     bound_tokens_work_at_userinfo_and_the_api_only_with_fresh_proofs_of_their_key,
     proofs_that_do_not_fit_the_request_are_refused_at_the_token_endpoint,
     a_confidential_clients_tokens_are_bound_but_its_refresh_token_is_not,
+    a_public_clients_refresh_token_works_only_with_a_proof_of_its_key,
+    a_client_registered_as_dpop_bound_gets_no_tokens_without_a_proof,
 );
 
 /// A client's DPoP key: a P-256 key pair, and proofs signed by `jsonwebtoken`.
@@ -116,6 +118,18 @@ async fn token_request_with_proof(
     request.send().await.unwrap()
 }
 
+/// A token request with a fresh proof by `key` of now, carrying `nonce`.
+async fn with_fresh_proof(
+    app: &TestApp,
+    key: &DpopKey,
+    nonce: &str,
+    fields: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> reqwest::Response {
+    let proof = key.proof("POST", &token_url(app), app.clock_now(), Some(nonce), None);
+    token_request_with_proof(app, fields, basic, &proof).await
+}
+
 /// A nonce of the token endpoint: the `DPoP-Nonce` of a `use_dpop_nonce` refusal.
 async fn nonce(app: &TestApp, key: &DpopKey) -> String {
     let proof = key.proof("POST", &token_url(app), app.clock_now(), None, None);
@@ -127,6 +141,12 @@ async fn nonce(app: &TestApp, key: &DpopKey) -> String {
         .to_owned();
     assert_oauth_error(response, 400, "use_dpop_nonce").await;
     nonce
+}
+
+/// A code of the public client for a grant with a refresh token.
+async fn offline_code(app: &TestApp) -> String {
+    let scope = [("scope", Some("openid offline_access jobs"))];
+    code_for(app, &app.browser(), &scope).await
 }
 
 fn exchange_fields(code: &str) -> Vec<(&str, &str)> {
@@ -141,12 +161,7 @@ fn exchange_fields(code: &str) -> Vec<(&str, &str)> {
 
 /// The public client's tokens, bound to `key` (asserting 200).
 pub(crate) async fn bound_tokens(app: &TestApp, key: &DpopKey) -> Value {
-    let code = code_for(
-        app,
-        &app.browser(),
-        &[("scope", Some("openid offline_access jobs"))],
-    )
-    .await;
+    let code = offline_code(app).await;
     let nonce = nonce(app, key).await;
     let proof = key.proof("POST", &token_url(app), app.clock_now(), Some(&nonce), None);
     let response = token_request_with_proof(app, &exchange_fields(&code), None, &proof).await;
@@ -172,12 +187,7 @@ async fn a_code_exchange_with_a_proof_asks_for_a_nonce_then_binds_the_tokens_to_
     let app = TestApp::spawn(db).await;
     seed(&app).await;
     let key = DpopKey::new();
-    let code = code_for(
-        &app,
-        &app.browser(),
-        &[("scope", Some("openid offline_access jobs"))],
-    )
-    .await;
+    let code = offline_code(&app).await;
     // §8: without a nonce, the proof is refused with one to use, and the code is not spent.
     let proof = key.proof("POST", &token_url(&app), app.clock_now(), None, None);
     let refused = token_request_with_proof(&app, &exchange_fields(&code), None, &proof).await;
@@ -387,8 +397,7 @@ async fn proofs_that_do_not_fit_the_request_are_refused_at_the_token_endpoint(db
         .unwrap();
     assert_oauth_error(response, 400, "invalid_dpop_proof").await;
     // None of it spent the code.
-    let proof = key.proof("POST", &url, now, Some(&nonce), None);
-    let response = token_request_with_proof(&app, &exchange_fields(&code), None, &proof).await;
+    let response = with_fresh_proof(&app, &key, &nonce, &exchange_fields(&code), None).await;
     assert_eq!(response.status(), 200);
     app.stop().await;
 }
@@ -414,14 +423,7 @@ async fn a_confidential_clients_tokens_are_bound_but_its_refresh_token_is_not(db
         ("code_verifier", VERIFIER),
     ];
     let basic = Some((WEB_CLIENT, WEB_SECRET));
-    let proof = key.proof(
-        "POST",
-        &token_url(&app),
-        app.clock_now(),
-        Some(&nonce),
-        None,
-    );
-    let response = token_request_with_proof(&app, &fields, basic, &proof).await;
+    let response = with_fresh_proof(&app, &key, &nonce, &fields, basic).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_type"], "DPoP");
@@ -436,5 +438,95 @@ async fn a_confidential_clients_tokens_are_bound_but_its_refresh_token_is_not(db
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_type"], "Bearer");
+    app.stop().await;
+}
+
+fn refresh_fields(token: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", token),
+        ("client_id", CLIENT_ID),
+    ]
+}
+
+async fn a_public_clients_refresh_token_works_only_with_a_proof_of_its_key(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let (key, thief) = (DpopKey::new(), DpopKey::new());
+    let first = bound_tokens(&app, &key).await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let nonce = nonce(&app, &key).await;
+    // Without a proof, or with another key's: refused, and nothing is spent (§5).
+    let bare = token_request(&app, &refresh_fields(&first), None).await;
+    assert_oauth_error(bare, 400, "invalid_dpop_proof").await;
+    let response = with_fresh_proof(&app, &thief, &nonce, &refresh_fields(&first), None).await;
+    assert_oauth_error(response, 400, "invalid_dpop_proof").await;
+
+    let response = with_fresh_proof(&app, &key, &nonce, &refresh_fields(&first), None).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "DPoP");
+    let (_, claims) = jwt_parts(body["access_token"].as_str().unwrap());
+    assert_eq!(claims["cnf"]["jkt"], json!(key.jkt()));
+    let second = body["refresh_token"].as_str().unwrap().to_owned();
+
+    // The consumed token presented without the key revokes nothing: a copy of it is not
+    // enough to end the user's grant.
+    let response = with_fresh_proof(&app, &thief, &nonce, &refresh_fields(&first), None).await;
+    assert_oauth_error(response, 400, "invalid_dpop_proof").await;
+    let response = with_fresh_proof(&app, &key, &nonce, &refresh_fields(&second), None).await;
+    assert_eq!(response.status(), 200);
+    // With the key, reuse is reuse (spec §5.7).
+    let response = with_fresh_proof(&app, &key, &nonce, &refresh_fields(&first), None).await;
+    assert_oauth_error(response, 400, "invalid_grant").await;
+    app.stop().await;
+}
+
+async fn a_client_registered_as_dpop_bound_gets_no_tokens_without_a_proof(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let key = DpopKey::new();
+    let code = offline_code(&app).await;
+    let plain = token_request(&app, &exchange_fields(&code), None).await;
+    let refresh_token = plain.json::<Value>().await.unwrap()["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let registered = app.cli(&[
+        "client",
+        "update",
+        "--tenant",
+        "acme",
+        "--client-id",
+        CLIENT_ID,
+        "--dpop-bound-access-tokens",
+    ]);
+    assert!(registered.status.success(), "{registered:?}");
+
+    // §5.2: no token request without a proof, and the refusal spends nothing.
+    let refused = token_request(&app, &refresh_fields(&refresh_token), None).await;
+    assert_oauth_error(refused, 400, "invalid_dpop_proof").await;
+    let code = code_for(&app, &app.browser(), &[]).await;
+    let refused = token_request(&app, &exchange_fields(&code), None).await;
+    assert_oauth_error(refused, 400, "invalid_dpop_proof").await;
+
+    let nonce = nonce(&app, &key).await;
+    let response = with_fresh_proof(&app, &key, &nonce, &exchange_fields(&code), None).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["token_type"],
+        "DPoP"
+    );
+    // A grant from before the registration was not bound: any key may refresh it now,
+    // and the new access token is bound to that key.
+    let response =
+        with_fresh_proof(&app, &key, &nonce, &refresh_fields(&refresh_token), None).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["token_type"],
+        "DPoP"
+    );
     app.stop().await;
 }

@@ -5,7 +5,7 @@ mod nonce;
 
 use axum::http::HeaderMap;
 use jose::{BindingError, Proof, ProofRequest, Scheme, UnixTime};
-use store::TenantStore;
+use store::{Client, TenantStore};
 
 pub use nonce::Nonces;
 
@@ -67,6 +67,17 @@ pub async fn token_request_proof(
         remember(&tenant, &proof, now, OAuthError::InvalidDpopProof).await?;
     }
     Ok(Some(proof))
+}
+
+/// RFC 9449 §5.2: a client registered with `dpop_bound_access_tokens` gets no tokens
+/// without a proof.
+pub fn require_proof(client: &Client, proof: Option<&Proof>) -> Result<(), OAuthError> {
+    match (client.dpop_bound_access_tokens, proof) {
+        (true, None) => Err(OAuthError::InvalidDpopProof(
+            "this client must send a DPoP proof with every token request",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A bound access token at a resource of this server (userinfo), checked as §7.1 asks.

@@ -13,6 +13,7 @@ use subtle::ConstantTimeEq;
 use super::client_auth::{check_client, presented, with_previous_secret};
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
+use crate::dpop;
 use crate::error::OAuthError;
 use crate::events::{Event, RevokeReason};
 use crate::params::Params;
@@ -48,6 +49,8 @@ pub async fn exchange_code(
     };
     let client = with_previous_secret(&tenant, &presented, client).await?;
     let client = check_client(&tenant, &presented, client, now)?;
+    // Before the code is looked at: the client may try again with a proof.
+    dpop::require_proof(&client, dpop)?;
     let redeemed = match exchange {
         CodeExchange::Redeemed(redeemed) => *redeemed,
         CodeExchange::Replayed {

@@ -7,12 +7,13 @@
 
 use axum::http::HeaderMap;
 use jose::{Proof, UnixTime};
-use store::{NewRefreshToken, RefreshRotation};
+use store::{NewRefreshToken, RefreshRotation, RefreshingClient};
 
 use super::client_auth::authenticate_client;
 use super::code::required;
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
+use crate::dpop;
 use crate::error::OAuthError;
 use crate::events::{Event, RevokeReason};
 use crate::params::Params;
@@ -32,6 +33,7 @@ pub async fn refresh(
         tenant_token(token).ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
     let tenant = state.store.tenant(&tenant_id);
     let client = authenticate_client(&tenant, headers, params, now).await?;
+    dpop::require_proof(&client, dpop)?;
     let token_hash = hash_secret(secret);
     let requested = params
         .single("scope")
@@ -63,8 +65,11 @@ pub async fn refresh(
     let (grant, user) = match tenant
         .rotate_refresh_token(
             &token_hash,
-            &client.client_id,
-            client.refresh_retry_seconds,
+            RefreshingClient {
+                client_id: &client.client_id,
+                retry_seconds: client.refresh_retry_seconds,
+                dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
+            },
             next,
             state.config.grant_max_age,
             now,
@@ -98,6 +103,11 @@ pub async fn refresh(
         // §5.2: the grant is expired or revoked).
         RefreshRotation::Refused => {
             return Err(OAuthError::InvalidGrant("the refresh token is not valid"))
+        }
+        RefreshRotation::WrongKey => {
+            return Err(OAuthError::InvalidDpopProof(
+                "the refresh token is bound to a DPoP key: send a proof signed by that key",
+            ))
         }
     };
     let scope = match requested {
