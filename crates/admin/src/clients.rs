@@ -22,7 +22,10 @@ use crate::versioned::Versioned;
 
 mod input;
 
-pub use input::{ClientKind, ClientPatch, NewClientRequest, SecretRotation, MAX_GRACE_SECONDS};
+pub use input::{
+    refresh_retry_seconds, ClientKind, ClientPatch, NewClientRequest, SecretRotation,
+    MAX_GRACE_SECONDS, MAX_REFRESH_RETRY_SECONDS,
+};
 
 /// A client as the admin API shows it: never a secret or a hash.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -39,6 +42,11 @@ pub struct ClientView {
     /// Where logout tokens are POSTed (Back-Channel Logout 1.0); `null` when none.
     pub backchannel_logout_uri: Option<String>,
     pub disabled: bool,
+    /// How long after a refresh token was used the client may present it again while the
+    /// refresh token that use issued is unused (0: never; issue 27).
+    pub refresh_retry_seconds: i64,
+    /// RFC 9449 §5.2: the client's access tokens must be DPoP-bound.
+    pub dpop_bound_access_tokens: bool,
     /// Unix seconds.
     pub created_at: i64,
 }
@@ -59,6 +67,8 @@ impl From<ManagedClient> for ClientView {
             post_logout_redirect_uris: managed.logout.post_logout_redirect_uris,
             backchannel_logout_uri: managed.logout.backchannel_logout_uri,
             disabled: client.disabled,
+            refresh_retry_seconds: client.refresh_retry_seconds,
+            dpop_bound_access_tokens: client.dpop_bound_access_tokens,
             created_at: client.created_at,
         }
     }
@@ -110,6 +120,7 @@ pub async fn create(
             },
             &checked.web_origins,
             &logout,
+            checked.settings,
             ctx.now,
         )
         .await
@@ -164,9 +175,10 @@ pub async fn get(
     read(ctx, &id, client_id).await
 }
 
-/// Changes the name, redirect URIs, allowed scopes or sign-out registration. Tokens already
-/// issued keep the scope they were granted; new requests are checked against the new
-/// registration.
+/// Changes the name, redirect URIs, allowed scopes, sign-out registration or settings.
+/// Tokens already issued keep the scope they were granted; new requests are checked against
+/// the new registration. A new retry window applies to the next refresh, whenever its token
+/// was consumed.
 pub async fn update(
     ctx: &Ctx<'_>,
     tenant: &str,
@@ -190,6 +202,8 @@ pub async fn update(
                     .backchannel_logout_uri
                     .as_ref()
                     .map(Option::as_deref),
+                refresh_retry_seconds: checked.refresh_retry_seconds,
+                dpop_bound_access_tokens: checked.dpop_bound_access_tokens,
             },
             precondition.expected(),
         )

@@ -46,6 +46,20 @@ pub struct Client {
     /// The secret a rotation with a grace period replaced, still accepted until it ends.
     /// `None` where the client was read without it (the code exchange's joined read).
     pub previous_secret: Option<PreviousSecret>,
+    /// Seconds (0 to 120) during which a consumed refresh token of this client may be
+    /// presented again while its successor is unused (issue 27); 0: never (spec §5.7).
+    pub refresh_retry_seconds: i64,
+    /// RFC 9449 §5.2 client metadata: its access tokens must be DPoP-bound.
+    pub dpop_bound_access_tokens: bool,
+}
+
+/// A client's settings beyond its registration's URIs and scopes (issue 27); validated
+/// before they get here. The default is what a client had before they existed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientSettings {
+    /// 0 to 120 (the column's check): see [`Client::refresh_retry_seconds`].
+    pub refresh_retry_seconds: i64,
+    pub dpop_bound_access_tokens: bool,
 }
 
 /// A replaced secret's hash and the end of its grace period.
@@ -82,12 +96,26 @@ pub struct NewClient<'a> {
     pub scopes: &'a [String],
 }
 
-pub(crate) type ClientRow = (String, String, String, Option<Vec<u8>>, String, String, i64);
+/// `client_id`, `name`, `client_type`, `secret_hash`, `redirect_uris`, `scopes`,
+/// `created_at`, `refresh_retry_seconds`, `dpop_bound_access_tokens`: the first columns of
+/// [`CLIENT_COLUMNS`].
+pub(crate) type ClientRow = (
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+);
 
 /// A client from its registration's columns alone: not disabled, no previous secret. For a
 /// read that selects only those (the code exchange's; it refuses a disabled client itself).
 pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
-    let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at) = row;
+    let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at, retry, dpop) =
+        row;
     let redirect_uris: Vec<String> =
         serde_json::from_str(&redirect_uris).map_err(|_| StoreError::Corrupt("redirect URIs"))?;
     Ok(Client {
@@ -100,6 +128,8 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
         created_at,
         disabled: false,
         previous_secret: None,
+        refresh_retry_seconds: retry,
+        dpop_bound_access_tokens: dpop != 0,
     })
 }
 
@@ -112,14 +142,18 @@ pub(crate) type FullClientRow = (
     String,
     String,
     i64,
+    i64,
+    i64,
     Option<i64>,
     Option<Vec<u8>>,
     Option<i64>,
 );
 
 pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreError> {
-    let (id, name, kind, hash, uris, scopes, created_at, disabled_at, previous, until) = row;
-    let mut client = client_from_row((id, name, kind, hash, uris, scopes, created_at))?;
+    let (id, name, kind, hash, uris, scopes, created_at, retry, dpop, disabled_at, previous, until) =
+        row;
+    let registration = (id, name, kind, hash, uris, scopes, created_at, retry, dpop);
+    let mut client = client_from_row(registration)?;
     client.disabled = disabled_at.is_some();
     client.previous_secret = match (previous, until) {
         (Some(hash), Some(expires_at)) => Some(PreviousSecret { hash, expires_at }),
@@ -130,7 +164,8 @@ pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreEr
 
 pub(crate) const CLIENT_COLUMNS: &str =
     "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at, \
-     disabled_at, previous_secret_hash, previous_secret_expires_at";
+     refresh_retry_seconds, dpop_bound_access_tokens, disabled_at, previous_secret_hash, \
+     previous_secret_expires_at";
 
 /// What a client's registration says about the browser pages that may call the endpoints
 /// single-page apps use: its redirect URIs and the web origins an operator added.
@@ -199,16 +234,19 @@ impl TenantStore<'_> {
         web_origins: &[String],
         now: UnixTime,
     ) -> Result<Client, StoreError> {
-        self.register_client(client, web_origins, &ClientLogout::default(), now)
+        let logout = ClientLogout::default();
+        let settings = ClientSettings::default();
+        self.register_client(client, web_origins, &logout, settings, now)
             .await
     }
 
-    /// Registers a client with its web origins and its sign-out registration.
+    /// Registers a client with its web origins, its sign-out registration and its settings.
     pub async fn register_client(
         &self,
         client: &NewClient<'_>,
         web_origins: &[String],
         logout: &ClientLogout,
+        settings: ClientSettings,
         now: UnixTime,
     ) -> Result<Client, StoreError> {
         let post_logout_redirect_uris = serde_json::to_string(&logout.post_logout_redirect_uris)
@@ -225,7 +263,8 @@ impl TenantStore<'_> {
         sqlx::query(
             "INSERT INTO clients (tenant_id, client_id, name, client_type, secret_hash, \
              redirect_uris, scopes, created_at, web_origins, post_logout_redirect_uris, \
-             backchannel_logout_uri) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             backchannel_logout_uri, refresh_retry_seconds, dpop_bound_access_tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(self.id_str())
         .bind(client.client_id)
@@ -238,6 +277,8 @@ impl TenantStore<'_> {
         .bind(&web_origins)
         .bind(&post_logout_redirect_uris)
         .bind(logout.backchannel_logout_uri.as_deref())
+        .bind(settings.refresh_retry_seconds)
+        .bind(i64::from(settings.dpop_bound_access_tokens))
         .execute(self.pool())
         .await
         .map_err(|e| match StoreError::is_foreign_key_violation(&e) {
@@ -254,6 +295,8 @@ impl TenantStore<'_> {
             created_at: now,
             disabled: false,
             previous_secret: None,
+            refresh_retry_seconds: settings.refresh_retry_seconds,
+            dpop_bound_access_tokens: settings.dpop_bound_access_tokens,
         })
     }
 

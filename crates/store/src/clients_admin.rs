@@ -35,6 +35,9 @@ pub struct ClientChanges<'a> {
     pub post_logout_redirect_uris: Option<&'a [String]>,
     /// `Some(None)` removes it.
     pub backchannel_logout_uri: Option<Option<&'a str>>,
+    /// 0 to 120 (the column's check).
+    pub refresh_retry_seconds: Option<i64>,
+    pub dpop_bound_access_tokens: Option<bool>,
 }
 
 /// The client's columns, then `web_origins`, `revision`, `post_logout_redirect_uris` and
@@ -46,6 +49,8 @@ type ManagedRow = (
     Option<Vec<u8>>,
     String,
     String,
+    i64,
+    i64,
     i64,
     Option<i64>,
     Option<Vec<u8>>,
@@ -69,6 +74,8 @@ fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
         uris,
         scopes,
         created_at,
+        retry,
+        dpop,
         disabled,
         previous,
         until,
@@ -78,7 +85,7 @@ fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
         backchannel,
     ) = row;
     let client = client_from_full_row((
-        id, name, kind, hash, uris, scopes, created_at, disabled, previous, until,
+        id, name, kind, hash, uris, scopes, created_at, retry, dpop, disabled, previous, until,
     ))?;
     Ok(ManagedClient {
         client,
@@ -170,8 +177,9 @@ impl TenantStore<'_> {
         })
     }
 
-    /// Changes a client's name, redirect URIs or allowed scopes if it is at the `expected`
-    /// revision (any, when `None`). `NotFound(Client)` or `Changed(Client)` otherwise.
+    /// Changes a client's name, redirect URIs, allowed scopes, sign-out registration or
+    /// settings if it is at the `expected` revision (any, when `None`). `NotFound(Client)` or
+    /// `Changed(Client)` otherwise.
     pub async fn update_client(
         &self,
         client_id: &str,
@@ -194,12 +202,15 @@ impl TenantStore<'_> {
             .backchannel_logout_uri
             .map(|uri| uri.unwrap_or_default());
         let (created_at, revision) = expected_values(expected);
+        let dpop = changes.dpop_bound_access_tokens.map(i64::from);
         let row: Option<(i64, i64)> = sqlx::query_as(&format!(
             "UPDATE clients SET name = COALESCE($1, name), \
                redirect_uris = COALESCE($2, redirect_uris), scopes = COALESCE($3, scopes), \
                post_logout_redirect_uris = COALESCE($8, post_logout_redirect_uris), \
                backchannel_logout_uri = CASE WHEN $9 IS NULL THEN backchannel_logout_uri \
                  WHEN $9 = '' THEN NULL ELSE $9 END, \
+               refresh_retry_seconds = COALESCE($10, refresh_retry_seconds), \
+               dpop_bound_access_tokens = COALESCE($11, dpop_bound_access_tokens), \
                revision = revision + 1 \
              WHERE tenant_id = $4 AND client_id = $5 AND {} RETURNING created_at, revision",
             matches_revision(6, 7)
@@ -213,6 +224,8 @@ impl TenantStore<'_> {
         .bind(revision)
         .bind(post_logout_redirect_uris)
         .bind(backchannel)
+        .bind(changes.refresh_retry_seconds)
+        .bind(dpop)
         .fetch_optional(self.pool())
         .await?;
         match revision_of(row) {

@@ -52,7 +52,9 @@ pub use backchannel_logouts::BackchannelLogout;
 pub use backup::backup_sqlite;
 pub use browser_sessions::{BrowserSession, FactorDue, NewBrowserSession};
 pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS};
-pub use clients::{Client, ClientLogout, ClientOrigins, ClientType, NewClient, PreviousSecret};
+pub use clients::{
+    Client, ClientLogout, ClientOrigins, ClientSettings, ClientType, NewClient, PreviousSecret,
+};
 pub use clients_admin::{ClientChanges, ManagedClient, CLIENT_DISABLED};
 pub use code_exchange::{CodeExchange, Issuance, RedeemedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};

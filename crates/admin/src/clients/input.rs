@@ -5,6 +5,7 @@
 use oauth::cors::WebOrigin;
 use oauth::{ClientId, RedirectUri, Scope};
 use serde::{Deserialize, Serialize};
+use store::ClientSettings;
 use utoipa::ToSchema;
 
 use crate::error::AdminError;
@@ -12,6 +13,9 @@ use crate::text::display_name;
 
 /// The longest grace period a rotation gives the previous secret: a day.
 pub const MAX_GRACE_SECONDS: i64 = 86_400;
+
+/// The longest refresh retry window a client may have (issue 27): two minutes.
+pub const MAX_REFRESH_RETRY_SECONDS: i64 = 120;
 
 /// RFC 6749 §2.1 client types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -57,6 +61,15 @@ pub struct NewClientRequest {
     /// Where logout tokens are POSTed (Back-Channel Logout 1.0): https, or http to a
     /// loopback host; no fragment.
     pub backchannel_logout_uri: Option<String>,
+    /// 0 to 120 (default 0: never): how long after a refresh token was used the client may
+    /// present it again, while the refresh token that use issued is unused, and get a fresh
+    /// answer instead of the grant's revocation. See docs/tokens.md.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 120)]
+    pub refresh_retry_seconds: i64,
+    /// RFC 9449 §5.2: the client's access tokens must be DPoP-bound (default false).
+    #[serde(default)]
+    pub dpop_bound_access_tokens: bool,
 }
 
 /// `PATCH /admin/v1/tenants/{tenant}/clients/{client_id}`: the fields given are replaced.
@@ -72,6 +85,10 @@ pub struct ClientPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     pub backchannel_logout_uri: Option<Option<String>>,
+    /// 0 to 120; 0 turns the retry window off.
+    #[schema(minimum = 0, maximum = 120)]
+    pub refresh_retry_seconds: Option<i64>,
+    pub dpop_bound_access_tokens: Option<bool>,
 }
 
 /// A field that may be `null`: present (`Some`, with `None` for `null`) or absent (`None`,
@@ -97,6 +114,7 @@ pub(super) struct CheckedNew<'a> {
     pub web_origins: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
+    pub settings: ClientSettings,
 }
 
 pub(super) struct CheckedPatch<'a> {
@@ -105,6 +123,8 @@ pub(super) struct CheckedPatch<'a> {
     pub scopes: Option<Vec<String>>,
     pub post_logout_redirect_uris: Option<Vec<String>>,
     pub backchannel_logout_uri: Option<Option<String>>,
+    pub refresh_retry_seconds: Option<i64>,
+    pub dpop_bound_access_tokens: Option<bool>,
     /// The names of the fields changed, for the audit trail.
     pub fields: Vec<&'static str>,
 }
@@ -130,6 +150,10 @@ impl NewClientRequest {
                 .as_deref()
                 .map(backchannel_logout_uri)
                 .transpose()?,
+            settings: ClientSettings {
+                refresh_retry_seconds: refresh_retry_seconds(self.refresh_retry_seconds)?,
+                dpop_bound_access_tokens: self.dpop_bound_access_tokens,
+            },
         })
     }
 }
@@ -172,10 +196,21 @@ impl ClientPatch {
             }
             None => None,
         };
+        let retry = match self.refresh_retry_seconds {
+            Some(seconds) => {
+                fields.push("refresh_retry_seconds");
+                Some(refresh_retry_seconds(seconds)?)
+            }
+            None => None,
+        };
+        if self.dpop_bound_access_tokens.is_some() {
+            fields.push("dpop_bound_access_tokens");
+        }
         if fields.is_empty() {
             return Err(AdminError::Invalid(
                 "the body changes nothing: give name, redirect_uris, scopes, \
-                 post_logout_redirect_uris or backchannel_logout_uri"
+                 post_logout_redirect_uris, backchannel_logout_uri, refresh_retry_seconds or \
+                 dpop_bound_access_tokens"
                     .to_owned(),
             ));
         }
@@ -185,6 +220,8 @@ impl ClientPatch {
             scopes,
             post_logout_redirect_uris: post_logout,
             backchannel_logout_uri: backchannel,
+            refresh_retry_seconds: retry,
+            dpop_bound_access_tokens: self.dpop_bound_access_tokens,
             fields,
         })
     }
@@ -200,6 +237,17 @@ impl SecretRotation {
             }
             other => Ok(other),
         }
+    }
+}
+
+/// Issue 27: 0 (no retry, spec §5.7 as written) to [`MAX_REFRESH_RETRY_SECONDS`]. The one
+/// check of the setting, for the admin API and the CLI (whose parser calls it too).
+pub fn refresh_retry_seconds(seconds: i64) -> Result<i64, AdminError> {
+    match (0..=MAX_REFRESH_RETRY_SECONDS).contains(&seconds) {
+        true => Ok(seconds),
+        false => Err(AdminError::Invalid(format!(
+            "refresh_retry_seconds: must be between 0 and {MAX_REFRESH_RETRY_SECONDS}"
+        ))),
     }
 }
 
@@ -296,6 +344,8 @@ mod tests {
             web_origins: Vec::new(),
             post_logout_redirect_uris: Vec::new(),
             backchannel_logout_uri: None,
+            refresh_retry_seconds: 0,
+            dpop_bound_access_tokens: false,
         };
         assert!(new("spa", "https://app.example.com/cb").check().is_ok());
         let why = invalid(
@@ -326,6 +376,45 @@ mod tests {
             serde_json::from_str(r#"{"backchannel_logout_uri":null}"#).unwrap();
         assert_eq!(clear.check().unwrap().backchannel_logout_uri, Some(None));
         assert!(invalid(ClientPatch::default().check().map(|_| ())).contains("changes nothing"));
+    }
+
+    #[test]
+    fn the_refresh_retry_window_is_zero_to_two_minutes() {
+        let mut new: NewClientRequest = serde_json::from_str(
+            r#"{"client_id":"app","type":"public","redirect_uris":["com.example.app:/cb"]}"#,
+        )
+        .unwrap();
+        let defaults = new.check().unwrap().settings;
+        assert_eq!(defaults, ClientSettings::default());
+        for good in [0, 1, 120] {
+            new.refresh_retry_seconds = good;
+            assert_eq!(new.check().unwrap().settings.refresh_retry_seconds, good);
+        }
+        for bad in [-1, 121, i64::MIN, i64::MAX] {
+            new.refresh_retry_seconds = bad;
+            let why = invalid(new.check().map(|_| ()));
+            assert!(why.starts_with("refresh_retry_seconds"), "{why}");
+            let patch = ClientPatch {
+                refresh_retry_seconds: Some(bad),
+                ..ClientPatch::default()
+            };
+            assert!(invalid(patch.check().map(|_| ())).starts_with("refresh_retry_seconds"));
+        }
+        let patch: ClientPatch =
+            serde_json::from_str(r#"{"refresh_retry_seconds":30,"dpop_bound_access_tokens":true}"#)
+                .unwrap();
+        let checked = patch.check().unwrap();
+        assert_eq!(
+            (
+                checked.refresh_retry_seconds,
+                checked.dpop_bound_access_tokens
+            ),
+            (Some(30), Some(true))
+        );
+        assert_eq!(
+            checked.fields,
+            ["refresh_retry_seconds", "dpop_bound_access_tokens"]
+        );
     }
 
     #[test]

@@ -21,6 +21,28 @@ pub struct Target {
     json: bool,
 }
 
+/// A client's settings (issue 27), on `create` (absent: the defaults) and `update` (absent:
+/// unchanged).
+#[derive(Debug, Args)]
+pub struct Settings {
+    /// Seconds (0 to 120) during which a refresh token the client used may be presented
+    /// again, while the one that use issued is unused, and answered instead of revoking the
+    /// grant (for apps that lose answers on bad networks); 0 (the default) turns it off.
+    #[arg(long, value_parser = retry_seconds, allow_negative_numbers = true)]
+    refresh_retry_seconds: Option<i64>,
+    /// RFC 9449: the client's access tokens must be DPoP-bound (`--dpop-bound-access-tokens`
+    /// alone means true).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    dpop_bound_access_tokens: Option<bool>,
+}
+
+/// The admin API's check of the window, as clap's parser, so the CLI refuses a bad value
+/// with clap's usage error before anything runs.
+fn retry_seconds(value: &str) -> Result<i64, String> {
+    let seconds: i64 = value.parse().map_err(|e| format!("{e}"))?;
+    clients::refresh_retry_seconds(seconds).map_err(|e| e.to_string())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
     /// Register a client. Confidential clients get a secret, shown once.
@@ -53,6 +75,8 @@ pub enum ClientCommand {
         /// Where logout tokens are POSTed (Back-Channel Logout): https, or http to loopback.
         #[arg(long)]
         backchannel_logout_uri: Option<String>,
+        #[command(flatten)]
+        settings: Settings,
         #[arg(long)]
         json: bool,
     },
@@ -71,8 +95,8 @@ pub enum ClientCommand {
         #[command(flatten)]
         target: Target,
     },
-    /// Change a client's name, redirect URIs, allowed scopes or sign-out URIs (those given
-    /// replace).
+    /// Change a client's name, redirect URIs, allowed scopes, sign-out URIs or settings
+    /// (those given replace).
     Update {
         #[command(flatten)]
         target: Target,
@@ -96,6 +120,8 @@ pub enum ClientCommand {
         /// Removes the back-channel logout URI.
         #[arg(long, conflicts_with = "backchannel_logout_uri")]
         clear_backchannel_logout_uri: bool,
+        #[command(flatten)]
+        settings: Settings,
         /// Apply only if the client is still at this ETag (as `show` printed it).
         #[arg(long)]
         if_match: Option<String>,
@@ -139,6 +165,7 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             web_origins,
             post_logout_redirect_uris,
             backchannel_logout_uri,
+            settings,
             json,
         } => {
             let new = NewClientRequest {
@@ -153,6 +180,8 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                 web_origins,
                 post_logout_redirect_uris,
                 backchannel_logout_uri,
+                refresh_retry_seconds: settings.refresh_retry_seconds.unwrap_or_default(),
+                dpop_bound_access_tokens: settings.dpop_bound_access_tokens.unwrap_or_default(),
             };
             let made = clients::create(&ctx, &tenant, &new)
                 .await
@@ -209,6 +238,7 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
             clear_post_logout_redirect_uris,
             backchannel_logout_uri,
             clear_backchannel_logout_uri,
+            settings,
             if_match: tag,
         } => {
             let patch = ClientPatch {
@@ -222,6 +252,8 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
                     true => Some(None),
                     false => backchannel_logout_uri.map(Some),
                 },
+                refresh_retry_seconds: settings.refresh_retry_seconds,
+                dpop_bound_access_tokens: settings.dpop_bound_access_tokens,
             };
             let precondition = if_match(tag.as_deref())?;
             let updated = clients::update(
@@ -287,7 +319,7 @@ pub async fn run(command: ClientCommand, shell: &Shell<'_>) -> anyhow::Result<Ou
 fn described(client: &Versioned<ClientView>) -> String {
     let c = &client.value;
     format!(
-        "client {}\nname: {}\ntype: {}\nredirect_uris: {}\nscopes: {}\nweb_origins: {}\npost_logout_redirect_uris: {}\nbackchannel_logout_uri: {}\ndisabled: {}\ncreated: {}\netag: {}",
+        "client {}\nname: {}\ntype: {}\nredirect_uris: {}\nscopes: {}\nweb_origins: {}\npost_logout_redirect_uris: {}\nbackchannel_logout_uri: {}\nrefresh_retry_seconds: {}\ndpop_bound_access_tokens: {}\ndisabled: {}\ncreated: {}\netag: {}",
         c.client_id,
         c.name,
         c.client_type.as_str(),
@@ -296,6 +328,8 @@ fn described(client: &Versioned<ClientView>) -> String {
         c.web_origins.join(" "),
         c.post_logout_redirect_uris.join(" "),
         c.backchannel_logout_uri.as_deref().unwrap_or(""),
+        c.refresh_retry_seconds,
+        c.dpop_bound_access_tokens,
         c.disabled,
         c.created_at,
         client.etag()

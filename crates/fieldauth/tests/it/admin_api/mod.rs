@@ -3,6 +3,7 @@
 //! JSON, ETags and If-Match).
 
 mod audit;
+mod client_settings;
 mod clients;
 mod contract;
 mod grants;
