@@ -1,7 +1,8 @@
 //! Grants and their refresh tokens. A grant is what one redeemed authorization code issued
 //! (the token family of spec §5.7); its refresh tokens rotate within it, and revoking it ends
 //! every token it issued. Redemption and rotation are single conditional updates, so two
-//! concurrent attempts can never both succeed, on one node or several.
+//! concurrent attempts can never both succeed, on one node or several. What a refused
+//! rotation comes to (reuse, or a retry within the client's window) is `grants_retry.rs`.
 
 use crate::db::Backend;
 use crate::error::StoreError;
@@ -65,7 +66,7 @@ type GrantUserRow = (
 
 /// A grant and the user it was issued to, read together by a rotation.
 #[derive(sqlx::FromRow)]
-struct GrantAndUser {
+pub(crate) struct GrantAndUser {
     #[sqlx(flatten)]
     grant: Grant,
     username: String,
@@ -75,7 +76,8 @@ struct GrantAndUser {
     user_created_at: i64,
 }
 
-fn rotated(found: GrantAndUser) -> RefreshRotation {
+/// A grant and its user, as a rotation (or a retry) returns them.
+pub(crate) fn grant_and_user(found: GrantAndUser) -> (Grant, Box<User>) {
     let user = User {
         user_id: found.grant.user_id.clone(),
         username: found.username,
@@ -84,7 +86,7 @@ fn rotated(found: GrantAndUser) -> RefreshRotation {
         email: found.email,
         created_at: found.user_created_at,
     };
-    RefreshRotation::Rotated(found.grant, Box::new(user))
+    (found.grant, Box::new(user))
 }
 
 /// A stored refresh token and the grant it belongs to.
@@ -110,10 +112,26 @@ pub enum RefreshRotation {
     /// read in the same transaction: after the commit the client must get its new token
     /// from what is in hand, since nothing read later may fail between the two.
     Rotated(Grant, Box<User>),
+    /// The token was consumed within its client's retry window (issue 27) and the successor
+    /// its rotation issued was never used: that successor is ended and the new token stored
+    /// in its place, as for [`RefreshRotation::Rotated`].
+    Retried(Grant, Box<User>),
     /// The token was already consumed: its grant is now revoked (spec §5.7).
     Reused { grant_id: String },
-    /// Unknown, expired, another client's, or of a revoked grant.
+    /// Unknown, expired, another client's, or of a revoked grant; or consumed and retried
+    /// already (by this presentation's twin), with the retry's successor unused.
     Refused,
+}
+
+/// A refresh token as presented, with what its rotation was given; for the refusal path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Presented<'a> {
+    pub token_hash: &'a [u8],
+    pub client_id: &'a str,
+    pub retry_seconds: i64,
+    pub next: NewRefreshToken<'a>,
+    pub grant_max_age: UnixTime,
+    pub now: UnixTime,
 }
 
 const GRANT_COLUMNS: &str =
@@ -199,14 +217,16 @@ impl TenantStore<'_> {
     }
 
     /// Consumes a live refresh token of this client and stores its successor, atomically.
-    /// A token presented after it was consumed revokes its grant. The token must also be of
-    /// a grant younger than `grant_max_age` seconds whose user is still a member of its
-    /// organization; the successor expires at `next.expires_at` or at the grant's end,
-    /// whichever comes first, so rotation never extends a grant.
+    /// A token presented after it was consumed revokes its grant, unless it is retried
+    /// within the client's `retry_seconds` (0: never; see `grants_retry.rs`).
+    /// The token must also be of a grant younger than `grant_max_age` seconds whose user is
+    /// still a member of its organization; the successor expires at `next.expires_at` or at
+    /// the grant's end, whichever comes first, so rotation never extends a grant.
     pub async fn rotate_refresh_token(
         &self,
         token_hash: &[u8],
         client_id: &str,
+        retry_seconds: i64,
         next: NewRefreshToken<'_>,
         grant_max_age: UnixTime,
         now: UnixTime,
@@ -218,50 +238,44 @@ impl TenantStore<'_> {
             Backend::Postgres => (&*POSTGRES_ROTATION, 1),
             Backend::Sqlite => (&*SQLITE_ROTATION, 2),
         };
-        let _turn = self.write_turn().await;
-        let rows: Vec<GrantAndUser> = sqlx::query_as(statement)
-            .bind(now)
-            .bind(self.id_str())
-            .bind(token_hash.to_vec())
-            .bind(client_id)
-            .bind(next.token_hash.to_vec())
-            .bind(next.expires_at)
-            .bind(grant_max_age)
-            .fetch_all(self.pool())
-            .await?;
+        let rows: Vec<GrantAndUser> = {
+            let _turn = self.write_turn().await;
+            sqlx::query_as(statement)
+                .bind(now)
+                .bind(self.id_str())
+                .bind(token_hash.to_vec())
+                .bind(client_id)
+                .bind(next.token_hash.to_vec())
+                .bind(next.expires_at)
+                .bind(grant_max_age)
+                .fetch_all(self.pool())
+                .await?
+        };
+        // The turn is given back first: a retry takes it again for its transaction, and the
+        // turn is not reentrant.
         let complete = rows.len() == rows_written;
         match rows.into_iter().next() {
-            None => self.diagnose_refusal(token_hash, now).await,
-            Some(found) if complete => Ok(rotated(found)),
+            None => {
+                let presented = Presented {
+                    token_hash,
+                    client_id,
+                    retry_seconds,
+                    next,
+                    grant_max_age,
+                    now,
+                };
+                self.diagnose_refusal(&presented).await
+            }
+            Some(found) if complete => {
+                let (grant, user) = grant_and_user(found);
+                Ok(RefreshRotation::Rotated(grant, user))
+            }
             // Only a successor whose hash is a stored token's (a 256-bit collision) is left
             // out on SQLite, and the presented token is then spent: the client signs in
             // again. (PostgreSQL's insert fails on the same collision, and nothing is spent.)
             Some(_) => Err(StoreError::Corrupt(
                 "a refresh rotation stored no successor",
             )),
-        }
-    }
-
-    /// Why a rotation did not happen; a consumed token is reuse and revokes its grant.
-    async fn diagnose_refusal(
-        &self,
-        token_hash: &[u8],
-        now: UnixTime,
-    ) -> Result<RefreshRotation, StoreError> {
-        let found: Option<(String, Option<i64>)> = sqlx::query_as(
-            "SELECT grant_id, consumed_at FROM refresh_tokens WHERE tenant_id = $1 AND token_hash = $2",
-        )
-        .bind(self.id_str())
-        .bind(token_hash.to_vec())
-        .fetch_optional(self.pool())
-        .await?;
-        match found {
-            Some((grant_id, Some(_))) => {
-                self.revoke_grant(&grant_id, "refresh token reused", now)
-                    .await?;
-                Ok(RefreshRotation::Reused { grant_id })
-            }
-            Some((_, None)) | None => Ok(RefreshRotation::Refused),
         }
     }
 
@@ -284,29 +298,33 @@ impl TenantStore<'_> {
     }
 }
 
-/// A rotation's condition on the presented token `t`'s grant: this client's, standing,
-/// younger than its maximum age (`$7` seconds), and of a user who is still a member of its
-/// organization (a membership's user exists: its foreign key). A correlated `EXISTS` on the
-/// grant's key and the membership's, so no statement lists the tenant's grants.
-fn grant_stands(t: &str) -> String {
+/// A rotation's condition on the presented token `t`'s grant: client `client`'s, standing,
+/// younger than its maximum age (`max_age` seconds) at `now`, and of a user who is still a
+/// member of its organization (a membership's user exists: its foreign key). A correlated
+/// `EXISTS` on the grant's key and the membership's, so no statement lists the tenant's
+/// grants. The last three are placeholders (`$4`) of the statement it is part of.
+pub(crate) fn grant_stands(t: &str, client: &str, max_age: &str, now: &str) -> String {
     format!(
         "EXISTS (SELECT 1 FROM grants g JOIN memberships m \
                    ON m.tenant_id = g.tenant_id AND m.user_id = g.user_id \
                   AND m.organization_guid = g.organization_guid \
                  WHERE g.tenant_id = {t}.tenant_id AND g.grant_id = {t}.grant_id \
-                   AND g.client_id = $4 AND g.revoked_at IS NULL AND g.created_at + $7 > $1)"
+                   AND g.client_id = {client} AND g.revoked_at IS NULL \
+                   AND g.created_at + {max_age} > {now})"
     )
 }
 
 /// PostgreSQL's rotation: the consume, the successor and the read in one statement
 /// (data-modifying CTEs run exactly once and atomically). The consume requires the
 /// membership as well as the live grant, so a token of a deleted user or a former member
-/// stays unspent. The successor expires with the grant at the latest. Concurrent rotations
-/// of one token serialize on its row: the loser re-checks `consumed_at` and matches nothing.
+/// stays unspent. The successor expires with the grant at the latest, and the consumed row
+/// records its hash (`successor_hash`, for a retry within the client's window). Concurrent
+/// rotations of one token serialize on its row: the loser re-checks `consumed_at` and
+/// matches nothing.
 static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH consumed AS ( \
-           UPDATE refresh_tokens SET consumed_at = $1 \
+           UPDATE refresh_tokens SET consumed_at = $1, successor_hash = $5 \
            WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL AND expires_at > $1 \
              AND {stands} \
            RETURNING grant_id), \
@@ -319,7 +337,7 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
          FROM consumed c \
          JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
          JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
-        stands = grant_stands("refresh_tokens"),
+        stands = grant_stands("refresh_tokens", "$4", "$7", "$1"),
     )
 });
 
@@ -327,8 +345,8 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
 /// rows, the presented token's hash and its successor's, from a read of the presented token
 /// that requires it live, unexpired, of this client's standing grant and of a user who is
 /// still a member of its organization; the successor expires with the grant at the latest.
-/// The presented token's row conflicts with itself, and the upsert consumes it; the
-/// successor's is inserted. SQLite reads an insert's source in full before it writes when
+/// The presented token's row conflicts with itself, and the upsert consumes it, recording
+/// the successor's hash; the successor's is inserted. SQLite reads an insert's source in full before it writes when
 /// both are one table, so the two rows stand or fall together, and a token already consumed
 /// gives none. Each returned row (the consumed and the new) carries the grant and its user.
 static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -355,7 +373,7 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
          FROM refresh_tokens t, (VALUES ($3), ($5)) v \
          WHERE t.tenant_id = $2 AND t.token_hash = $3 AND t.consumed_at IS NULL \
            AND t.expires_at > $1 AND {stands} \
-         ON CONFLICT (tenant_id, token_hash) DO UPDATE SET consumed_at = $1 \
+         ON CONFLICT (tenant_id, token_hash) DO UPDATE SET consumed_at = $1, successor_hash = $5 \
            WHERE refresh_tokens.token_hash = $3 AND refresh_tokens.consumed_at IS NULL \
          RETURNING grant_id, {client_id} AS client_id, {user_id} AS user_id, \
            {organization_guid} AS organization_guid, {scope} AS scope, \
@@ -377,6 +395,6 @@ static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
         name = user("name"),
         email = user("email"),
         user_created_at = user("created_at"),
-        stands = grant_stands("t"),
+        stands = grant_stands("t", "$4", "$7", "$1"),
     )
 });

@@ -20,6 +20,7 @@ mod error;
 mod field;
 mod grants;
 mod grants_admin;
+mod grants_retry;
 mod keys;
 mod organizations;
 mod organizations_admin;

@@ -262,7 +262,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
         expires_at: NOW + 200_000,
     };
     let rotated = tenant
-        .rotate_refresh_token(b"r1", "web", next, MAX_AGE, NOW + 10)
+        .rotate_refresh_token(b"r1", "web", 0, next, MAX_AGE, NOW + 10)
         .await
         .unwrap();
     assert!(
@@ -399,7 +399,7 @@ async fn every_expired_row_goes_and_every_live_row_stays(db: &TestDatabase) {
     };
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", replay, MAX_AGE, PASS)
+            .rotate_refresh_token(b"r1", "web", 0, replay, MAX_AGE, PASS)
             .await
             .unwrap(),
         RefreshRotation::Reused {
@@ -481,7 +481,7 @@ async fn a_pass_beside_the_stores_own_writers_never_waits_for_itself(db: &TestDa
                 expires_at: PASS + 86_400,
             };
             let rotated = tenant
-                .rotate_refresh_token(this.as_bytes(), "web", next, MAX_AGE, NOW + i)
+                .rotate_refresh_token(this.as_bytes(), "web", 0, next, MAX_AGE, NOW + i)
                 .await
                 .unwrap();
             assert!(
@@ -584,7 +584,7 @@ async fn measure_sqlite_bytes_per_row() {
             expires_at: NOW + 40 * 86_400,
         };
         let rotated = tenant
-            .rotate_refresh_token(this.as_bytes(), "web", successor, MAX_AGE, NOW + i)
+            .rotate_refresh_token(this.as_bytes(), "web", 0, successor, MAX_AGE, NOW + i)
             .await
             .unwrap();
         assert!(matches!(rotated, RefreshRotation::Rotated(..)), "{i}");

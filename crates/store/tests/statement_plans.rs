@@ -430,7 +430,7 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
     );
 
     let rotation = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), 90 * 86_400, NOW + 3)
+        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), 90 * 86_400, NOW + 3)
         .await
         .unwrap();
     assert!(
@@ -441,7 +441,7 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
     tenant.api_standing("g1", "org-a").await.unwrap();
     tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
     let reuse = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r3"), 90 * 86_400, NOW + 4)
+        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r3"), 90 * 86_400, NOW + 4)
         .await
         .unwrap();
     assert!(matches!(reuse, RefreshRotation::Reused { .. }), "{reuse:?}");

@@ -545,7 +545,7 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
         for n in 3..12 {
             let next = format!("r{n}").into_bytes();
             let rotation = tenant
-                .rotate_refresh_token(&presented, "web", refresh(&next), MAX_AGE, NOW + n)
+                .rotate_refresh_token(&presented, "web", 0, refresh(&next), MAX_AGE, NOW + n)
                 .await
                 .unwrap();
             assert!(
@@ -1141,13 +1141,13 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     // Another client cannot use it, and that attempt does not consume it.
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "spa", refresh(b"x"), MAX_AGE, NOW)
+            .rotate_refresh_token(b"r1", "spa", 0, refresh(b"x"), MAX_AGE, NOW)
             .await
             .unwrap(),
         RefreshRotation::Refused
     );
     let RefreshRotation::Rotated(g, _) = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 5)
+        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), MAX_AGE, NOW + 5)
         .await
         .unwrap()
     else {
@@ -1158,7 +1158,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
         ("g1", "openid offline_access", None)
     );
     let RefreshRotation::Rotated(_, _) = tenant
-        .rotate_refresh_token(b"r2", "web", refresh(b"r3"), MAX_AGE, NOW + 6)
+        .rotate_refresh_token(b"r2", "web", 0, refresh(b"r3"), MAX_AGE, NOW + 6)
         .await
         .unwrap()
     else {
@@ -1167,7 +1167,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     // r1 again: reuse. The grant is revoked, so even the newest token r3 is refused.
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", refresh(b"r4"), MAX_AGE, NOW + 7)
+            .rotate_refresh_token(b"r1", "web", 0, refresh(b"r4"), MAX_AGE, NOW + 7)
             .await
             .unwrap(),
         RefreshRotation::Reused {
@@ -1180,7 +1180,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     );
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r3", "web", refresh(b"r5"), MAX_AGE, NOW + 8)
+            .rotate_refresh_token(b"r3", "web", 0, refresh(b"r5"), MAX_AGE, NOW + 8)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1217,7 +1217,7 @@ async fn refresh_tokens_rotate_once_and_reuse_revokes_the_grant(store: Store) {
     assert!(matches!(issuance, Issuance::Issued(_)), "{issuance:?}");
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"old", "web", refresh(b"x2"), MAX_AGE, NOW + 10)
+            .rotate_refresh_token(b"old", "web", 0, refresh(b"x2"), MAX_AGE, NOW + 10)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1244,7 +1244,7 @@ async fn twenty_concurrent_rotations_of_one_token_have_one_winner(store: Store) 
             let next = [b'n', i];
             store
                 .tenant(&t)
-                .rotate_refresh_token(b"r1", "web", refresh(&next), MAX_AGE, NOW + 1)
+                .rotate_refresh_token(b"r1", "web", 0, refresh(&next), MAX_AGE, NOW + 1)
                 .await
                 .unwrap()
         })
@@ -1334,7 +1334,7 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     // grant with its user (PostgreSQL: data-modifying CTEs; SQLite: an upsert of two rows).
     let before = store.statements_executed();
     let rotation = tenant
-        .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 2)
+        .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), MAX_AGE, NOW + 2)
         .await
         .unwrap();
     let RefreshRotation::Rotated(rotated, user) = rotation else {
@@ -1348,7 +1348,7 @@ async fn a_grant_costs_a_fixed_number_of_statements(store: Store) {
     // The successor was stored and the old token spent: the next rotation uses r2.
     assert!(matches!(
         tenant
-            .rotate_refresh_token(b"r2", "web", refresh(b"r3"), MAX_AGE, NOW + 3)
+            .rotate_refresh_token(b"r2", "web", 0, refresh(b"r3"), MAX_AGE, NOW + 3)
             .await
             .unwrap(),
         RefreshRotation::Rotated(_, _)
@@ -1439,7 +1439,7 @@ async fn a_grant_ends_with_its_users_membership(store: Store) {
     );
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 1)
+            .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), MAX_AGE, NOW + 1)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1466,7 +1466,7 @@ async fn a_grant_ends_with_its_users_membership(store: Store) {
     tenant.add_membership("u1", "org-b", NOW).await.unwrap();
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", refresh(b"r2"), MAX_AGE, NOW + 3)
+            .rotate_refresh_token(b"r1", "web", 0, refresh(b"r2"), MAX_AGE, NOW + 3)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1503,7 +1503,7 @@ async fn a_grant_ends_at_its_maximum_age_however_often_it_rotates(store: Store) 
     };
     assert_eq!(
         tenant
-            .rotate_refresh_token(b"r1", "web", next(b"r2", end), MAX_AGE, end)
+            .rotate_refresh_token(b"r1", "web", 0, next(b"r2", end), MAX_AGE, end)
             .await
             .unwrap(),
         RefreshRotation::Refused
@@ -1512,7 +1512,7 @@ async fn a_grant_ends_at_its_maximum_age_however_often_it_rotates(store: Store) 
     assert_eq!((token.consumed_at, token.grant.revoked_at), (None, None));
 
     let rotation = tenant
-        .rotate_refresh_token(b"r1", "web", next(b"r2", end - 1), MAX_AGE, end - 1)
+        .rotate_refresh_token(b"r1", "web", 0, next(b"r2", end - 1), MAX_AGE, end - 1)
         .await
         .unwrap();
     assert!(
@@ -1529,7 +1529,7 @@ async fn a_grant_ends_at_its_maximum_age_however_often_it_rotates(store: Store) 
     // The maximum age is the caller's: under a longer one the same grant goes on, and a
     // successor far from the grant's end keeps the expiry asked for.
     let rotation = tenant
-        .rotate_refresh_token(b"r2", "web", next(b"r3", end - 1), 2 * MAX_AGE, end - 1)
+        .rotate_refresh_token(b"r2", "web", 0, next(b"r3", end - 1), 2 * MAX_AGE, end - 1)
         .await
         .unwrap();
     assert!(

@@ -44,6 +44,7 @@ mod passkeys;
 mod password_policy;
 mod recovery;
 mod refresh;
+mod refresh_retry;
 mod revoke;
 mod second_factor;
 mod shards;

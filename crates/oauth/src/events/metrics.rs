@@ -15,6 +15,7 @@ use crate::error::OAuthError;
 pub struct Metrics {
     pub(super) grants: Family<GrantLabels, Counter>,
     pub(super) revoked: Family<RevokedLabels, Counter>,
+    pub(super) refresh_retries: Counter,
     pub(super) signins: Family<SignInLabels, Counter>,
     pub(super) second_factor_checks: Family<SecondFactorLabels, Counter>,
     pub(super) locks: Counter,
@@ -119,6 +120,12 @@ impl Metrics {
             "fieldauth_grants_revoked",
             "Grants (token families) revoked before they expired, by reason",
             self.revoked.clone(),
+        );
+        registry.register(
+            "fieldauth_refresh_retries",
+            "Consumed refresh tokens presented again within their client's retry window and \
+             answered (their unused successor ended)",
+            self.refresh_retries.clone(),
         );
         registry.register(
             "fieldauth_signins",

@@ -143,6 +143,13 @@ pub(crate) enum Event<'a> {
         grant_id: &'a str,
         reason: RevokeReason,
     },
+    /// A consumed refresh token presented again within its client's retry window (issue
+    /// 27) and answered: the successor its rotation issued, never used, is ended.
+    RefreshRetried {
+        client_id: &'a str,
+        grant_id: &'a str,
+        user_id: &'a str,
+    },
     /// A user set their password from an admin's password link (the link is spent, the
     /// user's sessions and grants ended).
     PasswordSet {

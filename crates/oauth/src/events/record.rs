@@ -148,6 +148,18 @@ impl OAuthState {
                 detail = format!("grant {grant_id}: {}", reason.detail());
                 audit("grant.revoked", now, None, client_id, None)
             }
+            Event::RefreshRetried {
+                client_id,
+                grant_id,
+                user_id,
+            } => {
+                metrics.refresh_retries.inc();
+                detail = format!(
+                    "grant {grant_id}: a consumed refresh token was presented again within \
+                     the client's retry window; its unused successor is ended"
+                );
+                audit("refresh.retried", now, Some(user_id), client_id, None)
+            }
             Event::SignedOut { user_id, client_id } => {
                 metrics.logouts.inc();
                 NewAuditEvent {

@@ -2,7 +2,8 @@
 //! issues the next of its grant; a consumed token presented again revokes the grant. A grant
 //! ends `--grant-max-days` after its code exchange, and as soon as its user is no longer a
 //! member of its organization: then the refresh is `invalid_grant` and the user signs in
-//! again.
+//! again. A client with a retry window (issue 27) may present a token it consumed again
+//! within it while the successor is unused, and is answered as for a fresh refresh.
 
 use axum::http::HeaderMap;
 use jose::UnixTime;
@@ -36,11 +37,17 @@ pub async fn refresh(
         .map_err(|_| OAuthError::InvalidForm("a parameter is repeated"))?;
 
     // §6: a requested scope may only narrow. Checked before the token is spent, and only
-    // for a live token of this client: anything else goes on to the rotation, which detects
-    // reuse and refuses the rest. Only requests that ask for a scope pay for the read.
+    // for a live token of this client, or one it consumed within its retry window (a
+    // retry must not be spent on a refusal): anything else goes on to the rotation, which
+    // detects reuse and refuses the rest. Only requests that ask for a scope pay for the
+    // read.
     if let Some(requested) = requested {
         if let Some(found) = tenant.find_refresh_token(&token_hash).await? {
-            if found.is_live(now) && found.grant.client_id == client.client_id {
+            let window = client.refresh_retry_seconds;
+            let retryable = found
+                .consumed_at
+                .is_some_and(|at| window > 0 && at + window >= now);
+            if (found.is_live(now) || retryable) && found.grant.client_id == client.client_id {
                 narrowed_scope(requested, &found.grant.scope)?;
             }
         }
@@ -56,6 +63,7 @@ pub async fn refresh(
         .rotate_refresh_token(
             &token_hash,
             &client.client_id,
+            client.refresh_retry_seconds,
             next,
             state.config.grant_max_age,
             now,
@@ -63,6 +71,16 @@ pub async fn refresh(
         .await?
     {
         RefreshRotation::Rotated(grant, user) => (grant, user),
+        RefreshRotation::Retried(grant, user) => {
+            tracing::info!(tenant = %tenant_id, client_id = %client.client_id, "refresh token retried within the client's window: its unused successor is ended");
+            let event = Event::RefreshRetried {
+                client_id: &client.client_id,
+                grant_id: &grant.grant_id,
+                user_id: &grant.user_id,
+            };
+            state.record(&tenant_id, event, now).await;
+            (grant, user)
+        }
         RefreshRotation::Reused { grant_id } => {
             tracing::warn!(tenant = %tenant_id, client_id = %client.client_id, "refresh token reused: its grant is revoked");
             let event = Event::GrantRevoked {
