@@ -17,6 +17,8 @@ fn target() -> TrustedTarget {
             created_at: 0,
             disabled: false,
             previous_secret: None,
+            refresh_retry_seconds: 0,
+            dpop_bound_access_tokens: false,
         },
         redirect_uri: "https://app.example.com/cb".into(),
     }
