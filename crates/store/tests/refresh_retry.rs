@@ -39,6 +39,7 @@ on_both_backends!(
     another_clients_presentation_is_reuse_whatever_its_window,
     without_a_window_a_second_presentation_is_reuse_as_before,
     concurrent_retries_on_two_nodes_have_exactly_one_winner,
+    concurrent_refreshes_of_a_live_token_with_a_window_are_one_rotation_and_one_retry,
 );
 
 const NOW: i64 = 1_800_000_000;
@@ -328,6 +329,49 @@ async fn concurrent_retries_on_two_nodes_have_exactly_one_winner(db: &TestDataba
     assert_eq!(revoked_at(&tenant).await, None, "the grant stands");
     assert!(matches!(
         rotate(&tenant, &winners[0], b"after", CONSUMED + 6).await,
+        RefreshRotation::Rotated(..)
+    ));
+}
+
+/// With a window, twenty refreshes of the live `r2` at once on two nodes: one rotates it,
+/// the others find it consumed within the window, and exactly one of them is answered as a
+/// retry (ending the rotation's successor); the rest are refused, the grant stands.
+async fn concurrent_refreshes_of_a_live_token_with_a_window_are_one_rotation_and_one_retry(
+    db: &TestDatabase,
+) {
+    let first = connect(db).await;
+    let t = seeded(&first).await;
+    let nodes = [first, connect(db).await];
+    let attempts: Vec<_> = (0..20u8)
+        .map(|i| {
+            let store = nodes[usize::from(i % 2)].clone();
+            let t = t.clone();
+            tokio::spawn(async move {
+                let next = [b'n', i];
+                let rotation = rotate(&store.tenant(&t), b"r2", &next, CONSUMED + 5).await;
+                (next, rotation)
+            })
+        })
+        .collect();
+    let (mut rotated, mut retried, mut refused) = (Vec::new(), Vec::new(), 0);
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            (next, RefreshRotation::Rotated(..)) => rotated.push(next),
+            (next, RefreshRotation::Retried(..)) => retried.push(next),
+            (_, RefreshRotation::Refused) => refused += 1,
+            (_, other) => panic!("a refresh came to {other:?}"),
+        }
+    }
+    assert_eq!((rotated.len(), retried.len(), refused), (1, 1, 18));
+    let tenant = nodes[0].tenant(&t);
+    assert_eq!(revoked_at(&tenant).await, None, "the grant stands");
+    assert_eq!(
+        rotate(&tenant, &rotated[0], b"late", CONSUMED + 6).await,
+        RefreshRotation::Refused,
+        "the rotation's successor was ended by the retry"
+    );
+    assert!(matches!(
+        rotate(&tenant, &retried[0], b"after", CONSUMED + 6).await,
         RefreshRotation::Rotated(..)
     ));
 }
