@@ -298,6 +298,31 @@ async fn without_a_window_a_second_presentation_is_reuse_as_before(db: &TestData
     );
 }
 
+/// Twenty presentations of `token` by client `app` at [`CONSUMED`] + 5, started at once
+/// and alternating between `nodes`: what each stored as its successor, and what it came to.
+async fn twenty_at_once(
+    nodes: &[Store; 2],
+    t: &TenantId,
+    token: &'static [u8],
+) -> Vec<([u8; 2], RefreshRotation)> {
+    let attempts: Vec<_> = (0..20u8)
+        .map(|i| {
+            let store = nodes[usize::from(i % 2)].clone();
+            let t = t.clone();
+            tokio::spawn(async move {
+                let next = [b'n', i];
+                let rotation = rotate(&store.tenant(&t), token, &next, CONSUMED + 5).await;
+                (next, rotation)
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for attempt in attempts {
+        answers.push(attempt.await.unwrap());
+    }
+    answers
+}
+
 /// Twenty retries of `r1` at once, alternating between two stores on one database (two
 /// nodes): exactly one is answered, the rest are refused without revoking, and the winner's
 /// token rotates.
@@ -305,20 +330,9 @@ async fn concurrent_retries_on_two_nodes_have_exactly_one_winner(db: &TestDataba
     let first = connect(db).await;
     let t = seeded(&first).await;
     let nodes = [first, connect(db).await];
-    let attempts: Vec<_> = (0..20u8)
-        .map(|i| {
-            let store = nodes[usize::from(i % 2)].clone();
-            let t = t.clone();
-            tokio::spawn(async move {
-                let next = [b'n', i];
-                let rotation = rotate(&store.tenant(&t), b"r1", &next, CONSUMED + 5).await;
-                (next, rotation)
-            })
-        })
-        .collect();
     let mut winners = Vec::new();
-    for attempt in attempts {
-        match attempt.await.unwrap() {
+    for answer in twenty_at_once(&nodes, &t, b"r1").await {
+        match answer {
             (next, RefreshRotation::Retried(..)) => winners.push(next),
             (_, RefreshRotation::Refused) => {}
             (_, other) => panic!("a retry came to {other:?}"),
@@ -342,20 +356,9 @@ async fn concurrent_refreshes_of_a_live_token_with_a_window_are_one_rotation_and
     let first = connect(db).await;
     let t = seeded(&first).await;
     let nodes = [first, connect(db).await];
-    let attempts: Vec<_> = (0..20u8)
-        .map(|i| {
-            let store = nodes[usize::from(i % 2)].clone();
-            let t = t.clone();
-            tokio::spawn(async move {
-                let next = [b'n', i];
-                let rotation = rotate(&store.tenant(&t), b"r2", &next, CONSUMED + 5).await;
-                (next, rotation)
-            })
-        })
-        .collect();
     let (mut rotated, mut retried, mut refused) = (Vec::new(), Vec::new(), 0);
-    for attempt in attempts {
-        match attempt.await.unwrap() {
+    for answer in twenty_at_once(&nodes, &t, b"r2").await {
+        match answer {
             (next, RefreshRotation::Rotated(..)) => rotated.push(next),
             (next, RefreshRotation::Retried(..)) => retried.push(next),
             (_, RefreshRotation::Refused) => refused += 1,
