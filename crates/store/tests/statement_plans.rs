@@ -440,6 +440,12 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
     tenant.user_of_grant("g1", "u1").await.unwrap();
     tenant.api_standing("g1", "org-a").await.unwrap();
     tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
+    // Issue 27: r1 again within a 60 s window, r2 unused: the retry's statements.
+    let retry = tenant
+        .rotate_refresh_token(b"r1", "web", 60, refresh(b"r9"), 90 * 86_400, NOW + 4)
+        .await
+        .unwrap();
+    assert!(matches!(retry, RefreshRotation::Retried(..)), "{retry:?}");
     let reuse = tenant
         .rotate_refresh_token(b"r1", "web", 0, refresh(b"r3"), 90 * 86_400, NOW + 4)
         .await
