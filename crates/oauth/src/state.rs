@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use jose::{Clock, UnixTime};
 use secrecy::SecretString;
+use serde::Serialize;
 use store::Store;
 use tokio::sync::Semaphore;
 
@@ -92,6 +93,26 @@ impl OAuthState {
             metrics: Metrics::default(),
             discovery_json,
         })
+    }
+
+    /// Signs `claims` as a JWT of type `typ` with the current key, on a blocking thread and
+    /// under a signing permit (one RSA signature per core at a time), in the caller's span.
+    pub(crate) async fn sign_jwt<C: Serialize + Send + 'static>(
+        &self,
+        typ: &'static str,
+        claims: C,
+    ) -> Result<String, OAuthError> {
+        let key = Arc::clone(self.signing_keys.current().ring.signing_key());
+        let _permit = self
+            .signing_permits
+            .acquire()
+            .await
+            .map_err(|_| OAuthError::Blocking)?;
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| key.sign_jwt(typ, &claims)))
+            .await
+            .map_err(|_| OAuthError::Blocking)?
+            .map_err(OAuthError::from)
     }
 
     /// The counters, for the process's `/metrics`.

@@ -155,9 +155,7 @@ impl<'a> RefreshingClient<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Presented<'a> {
     pub token_hash: &'a [u8],
-    pub client_id: &'a str,
-    pub retry_seconds: i64,
-    pub dpop_jkt: Option<&'a str>,
+    pub client: RefreshingClient<'a>,
     pub next: NewRefreshToken<'a>,
     pub grant_max_age: UnixTime,
     pub now: UnixTime,
@@ -289,9 +287,7 @@ impl TenantStore<'_> {
             None => {
                 let presented = Presented {
                     token_hash,
-                    client_id: client.client_id,
-                    retry_seconds: client.retry_seconds,
-                    dpop_jkt: client.dpop_jkt,
+                    client,
                     next,
                     grant_max_age,
                     now,

@@ -49,7 +49,7 @@ impl Refusal {
         let Some(consumed_at) = self.consumed_at else {
             return Verdict::Refuse;
         };
-        let window = presented.retry_seconds;
+        let window = presented.client.retry_seconds;
         // The grant's client is the presenting one and the grant stands (`stands`); another
         // client presenting it, or a grant that ended, is reuse as before.
         if window <= 0 || consumed_at + window < presented.now || self.stands != 1 {
@@ -83,7 +83,7 @@ impl TenantStore<'_> {
         let found: Option<Refusal> = sqlx::query_as(&REFUSAL)
             .bind(self.id_str())
             .bind(presented.token_hash.to_vec())
-            .bind(presented.client_id)
+            .bind(presented.client.client_id)
             .bind(presented.grant_max_age)
             .bind(presented.now)
             .fetch_optional(self.pool())
@@ -97,7 +97,7 @@ impl TenantStore<'_> {
         if found
             .dpop_jkt
             .as_deref()
-            .is_some_and(|bound| presented.dpop_jkt != Some(bound))
+            .is_some_and(|bound| presented.client.dpop_jkt != Some(bound))
         {
             return Ok(RefreshRotation::WrongKey);
         }
@@ -162,7 +162,7 @@ impl TenantStore<'_> {
                 .bind(self.id_str())
                 .bind(presented.token_hash.to_vec())
                 .bind(successor.to_vec())
-                .bind(presented.client_id)
+                .bind(presented.client.client_id)
                 .bind(presented.grant_max_age)
                 .execute(self.in_tx(&mut tx))
                 .await?
@@ -270,16 +270,14 @@ static NEW_SUCCESSOR: LazyLock<String> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::NewRefreshToken;
+    use crate::grants::{NewRefreshToken, RefreshingClient};
 
     const NOW: i64 = 1_000;
 
     fn presented(retry_seconds: i64) -> Presented<'static> {
         Presented {
             token_hash: b"p",
-            client_id: "spa",
-            retry_seconds,
-            dpop_jkt: None,
+            client: RefreshingClient::new("spa", retry_seconds),
             next: NewRefreshToken {
                 token_hash: b"n",
                 expires_at: NOW + 100,

@@ -55,16 +55,7 @@ impl Nonces {
             iat: now,
             exp: now + NONCE_LIFETIME,
         };
-        let key = Arc::clone(state.signing_keys.current().ring.signing_key());
-        let _permit = state
-            .signing_permits
-            .acquire()
-            .await
-            .map_err(|_| OAuthError::Blocking)?;
-        let nonce: Arc<str> = tokio::task::spawn_blocking(move || key.sign_jwt(TYP, &claims))
-            .await
-            .map_err(|_| OAuthError::Blocking)??
-            .into();
+        let nonce: Arc<str> = state.sign_jwt(TYP, claims).await?.into();
         if let Ok(mut current) = self.current.lock() {
             *current = Some((Arc::clone(&nonce), now));
         }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jose::{LogoutEvents, LogoutTokenClaims, SigningKey, UnixTime};
+use jose::{LogoutEvents, LogoutTokenClaims, UnixTime};
 use store::{BackchannelLogout, ClientLogout};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -246,17 +246,7 @@ async fn sign(state: &OAuthState, logout: &BackchannelLogout) -> Result<String, 
         sid: logout.sid.clone(),
         events: LogoutEvents::default(),
     };
-    let key: Arc<SigningKey> = Arc::clone(state.signing_keys.current().ring.signing_key());
-    let _permit = state
-        .signing_permits
-        .acquire()
-        .await
-        .map_err(|_| OAuthError::Blocking)?;
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(|| key.sign_jwt("logout+jwt", &claims)))
-        .await
-        .map_err(|_| OAuthError::Blocking)?
-        .map_err(OAuthError::from)
+    state.sign_jwt("logout+jwt", claims).await
 }
 
 #[cfg(test)]
