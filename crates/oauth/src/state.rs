@@ -19,6 +19,7 @@ use crate::mail::Mailer;
 use crate::password;
 use crate::random::RandomSource;
 use crate::throttle::ThrottlePolicy;
+use crate::token::KnownClients;
 
 /// What the deployment decides.
 #[derive(Clone, Debug)]
@@ -59,6 +60,8 @@ pub struct OAuthState {
     pub mailer: Option<Mailer>,
     /// The DPoP nonce this node hands out (RFC 9449 §8).
     pub dpop_nonces: Nonces,
+    /// Clients this node authenticated at its token endpoint lately.
+    pub known_clients: KnownClients,
     metrics: Metrics,
     discovery_json: Bytes,
 }
@@ -90,6 +93,7 @@ impl OAuthState {
             signing_permits: Arc::new(Semaphore::new(cores)),
             mailer: None,
             dpop_nonces: Nonces::default(),
+            known_clients: KnownClients::default(),
             metrics: Metrics::default(),
             discovery_json,
         })

@@ -3,6 +3,7 @@
 
 use crate::db::Store;
 use crate::error::{Entity, StoreError};
+use crate::revision::Revision;
 use crate::tenant::{TenantId, TenantStore};
 use crate::UnixTime;
 
@@ -51,6 +52,20 @@ pub struct Client {
     pub refresh_retry_seconds: i64,
     /// RFC 9449 §5.2 client metadata: its access tokens must be DPoP-bound.
     pub dpop_bound_access_tokens: bool,
+    /// Raised by every change of the client: with `created_at`, the state that was read, so
+    /// a copy kept in memory can be checked against the database inside a grant's statement
+    /// ([`crate::RefreshingClient::known`]).
+    pub revision: i64,
+}
+
+impl Client {
+    /// The state of the client this copy was read in.
+    pub fn state(&self) -> Revision {
+        Revision {
+            created_at: self.created_at,
+            revision: self.revision,
+        }
+    }
 }
 
 /// A client's settings beyond its registration's URIs and scopes (issue 27); validated
@@ -97,8 +112,8 @@ pub struct NewClient<'a> {
 }
 
 /// `client_id`, `name`, `client_type`, `secret_hash`, `redirect_uris`, `scopes`,
-/// `created_at`, `refresh_retry_seconds`, `dpop_bound_access_tokens`: the first columns of
-/// [`CLIENT_COLUMNS`].
+/// `created_at`, `refresh_retry_seconds`, `dpop_bound_access_tokens`, `revision`: the first
+/// columns of [`CLIENT_COLUMNS`].
 pub(crate) type ClientRow = (
     String,
     String,
@@ -109,19 +124,20 @@ pub(crate) type ClientRow = (
     i64,
     i64,
     i64,
+    i64,
 );
 
 /// A client from its registration's columns alone: not disabled, no previous secret. For a
 /// read that selects only those (the code exchange's; it refuses a disabled client itself).
 pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
-    let (client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at, retry, dpop) =
+    let (id, name, kind, secret_hash, redirect_uris, scopes, created_at, retry, dpop, revision) =
         row;
     let redirect_uris: Vec<String> =
         serde_json::from_str(&redirect_uris).map_err(|_| StoreError::Corrupt("redirect URIs"))?;
     Ok(Client {
-        client_id,
+        client_id: id,
         name,
-        client_type: ClientType::parse(&client_type)?,
+        client_type: ClientType::parse(&kind)?,
         secret_hash,
         redirect_uris,
         scopes: scopes.split_whitespace().map(str::to_owned).collect(),
@@ -130,6 +146,7 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
         previous_secret: None,
         refresh_retry_seconds: retry,
         dpop_bound_access_tokens: dpop != 0,
+        revision,
     })
 }
 
@@ -144,15 +161,31 @@ pub(crate) type FullClientRow = (
     i64,
     i64,
     i64,
+    i64,
     Option<i64>,
     Option<Vec<u8>>,
     Option<i64>,
 );
 
 pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreError> {
-    let (id, name, kind, hash, uris, scopes, created_at, retry, dpop, disabled_at, previous, until) =
-        row;
-    let registration = (id, name, kind, hash, uris, scopes, created_at, retry, dpop);
+    let (
+        id,
+        name,
+        kind,
+        hash,
+        uris,
+        scopes,
+        at,
+        retry,
+        dpop,
+        revision,
+        disabled_at,
+        previous,
+        until,
+    ) = row;
+    let registration = (
+        id, name, kind, hash, uris, scopes, at, retry, dpop, revision,
+    );
     let mut client = client_from_row(registration)?;
     client.disabled = disabled_at.is_some();
     client.previous_secret = match (previous, until) {
@@ -164,8 +197,8 @@ pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreEr
 
 pub(crate) const CLIENT_COLUMNS: &str =
     "client_id, name, client_type, secret_hash, redirect_uris, scopes, created_at, \
-     refresh_retry_seconds, dpop_bound_access_tokens, disabled_at, previous_secret_hash, \
-     previous_secret_expires_at";
+     refresh_retry_seconds, dpop_bound_access_tokens, revision, disabled_at, \
+     previous_secret_hash, previous_secret_expires_at";
 
 /// What a client's registration says about the browser pages that may call the endpoints
 /// single-page apps use: its redirect URIs and the web origins an operator added.
@@ -179,6 +212,21 @@ pub struct ClientOrigins {
 }
 
 impl Store {
+    /// Every database's mark of its clients (migration 0019), the default database's first,
+    /// then the shards' by name: a mark changes with every change of any client of its database, so while the
+    /// marks stand, [`Store::list_client_origins`] would answer as it did. One read each.
+    pub async fn client_changes(&self) -> Result<Vec<i64>, StoreError> {
+        let mut marks = Vec::new();
+        for database in self.databases() {
+            self.count_statement();
+            let (mark,): (i64,) = sqlx::query_as("SELECT mark FROM client_changes WHERE id = 1")
+                .fetch_one(database.pool())
+                .await?;
+            marks.push(mark);
+        }
+        Ok(marks)
+    }
+
     /// The redirect URIs and web origins of every client of every tenant, from every
     /// database: each tenant's from the database the shard map places it in (a copy left in
     /// another database after a move is not read). For the CORS allow-list, which must be
@@ -297,6 +345,8 @@ impl TenantStore<'_> {
             previous_secret: None,
             refresh_retry_seconds: settings.refresh_retry_seconds,
             dpop_bound_access_tokens: settings.dpop_bound_access_tokens,
+            // The column's default (migration 0011).
+            revision: 1,
         })
     }
 
@@ -309,6 +359,26 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         row.map(client_from_full_row).transpose()
+    }
+
+    /// Whether the client is still enabled and in `state` (nothing changed it since a copy
+    /// in that state was read).
+    pub async fn client_is_in_state(
+        &self,
+        client_id: &str,
+        state: Revision,
+    ) -> Result<bool, StoreError> {
+        let row: Option<(i64,)> = sqlx::query_as(
+            "SELECT 1 FROM clients WHERE tenant_id = $1 AND client_id = $2 \
+               AND created_at = $3 AND revision = $4 AND disabled_at IS NULL",
+        )
+        .bind(self.id_str())
+        .bind(client_id)
+        .bind(state.created_at)
+        .bind(state.revision)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.is_some())
     }
 
     /// An enabled client's sign-out registration; `None` for an unknown or disabled client
@@ -368,7 +438,7 @@ impl TenantStore<'_> {
         secret_hash: &[u8],
     ) -> Result<(), StoreError> {
         let done = sqlx::query(
-            "UPDATE clients SET secret_hash = $1 \
+            "UPDATE clients SET secret_hash = $1, revision = revision + 1 \
              WHERE tenant_id = $2 AND client_id = $3 AND client_type = 'confidential'",
         )
         .bind(secret_hash.to_vec())
@@ -392,7 +462,8 @@ impl TenantStore<'_> {
         let redirect_uris = serde_json::to_string(redirect_uris)
             .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
         let done = sqlx::query(
-            "UPDATE clients SET redirect_uris = $1 WHERE tenant_id = $2 AND client_id = $3",
+            "UPDATE clients SET redirect_uris = $1, revision = revision + 1 \
+             WHERE tenant_id = $2 AND client_id = $3",
         )
         .bind(&redirect_uris)
         .bind(self.id_str())

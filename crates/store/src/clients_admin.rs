@@ -40,8 +40,8 @@ pub struct ClientChanges<'a> {
     pub dpop_bound_access_tokens: Option<bool>,
 }
 
-/// The client's columns, then `web_origins`, `revision`, `post_logout_redirect_uris` and
-/// `backchannel_logout_uri`.
+/// The client's columns (its revision among them), then `web_origins`,
+/// `post_logout_redirect_uris` and `backchannel_logout_uri`.
 type ManagedRow = (
     String,
     String,
@@ -52,18 +52,17 @@ type ManagedRow = (
     i64,
     i64,
     i64,
+    i64,
     Option<i64>,
     Option<Vec<u8>>,
     Option<i64>,
     String,
-    i64,
     String,
     Option<String>,
 );
 
 /// What a managed read selects.
-const MANAGED_COLUMNS: &str =
-    "web_origins, revision, post_logout_redirect_uris, backchannel_logout_uri";
+const MANAGED_COLUMNS: &str = "web_origins, post_logout_redirect_uris, backchannel_logout_uri";
 
 fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
     let (
@@ -76,27 +75,24 @@ fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
         created_at,
         retry,
         dpop,
+        rev,
         disabled,
         previous,
         until,
         web,
-        rev,
         logout_uris,
         backchannel,
     ) = row;
     let client = client_from_full_row((
-        id, name, kind, hash, uris, scopes, created_at, retry, dpop, disabled, previous, until,
+        id, name, kind, hash, uris, scopes, created_at, retry, dpop, rev, disabled, previous, until,
     ))?;
     Ok(ManagedClient {
+        revision: client.state(),
         client,
         web_origins: json_list(&web, "web origins")?,
         logout: ClientLogout {
             post_logout_redirect_uris: json_list(&logout_uris, "post-logout redirect URIs")?,
             backchannel_logout_uri: backchannel,
-        },
-        revision: Revision {
-            created_at,
-            revision: rev,
         },
     })
 }

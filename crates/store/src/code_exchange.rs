@@ -79,6 +79,7 @@ struct ClientAndCodeRow {
     created_at: i64,
     refresh_retry_seconds: i64,
     dpop_bound_access_tokens: i64,
+    revision: i64,
     code_client_id: Option<String>,
     code_redirect_uri: Option<String>,
     code_user_id: Option<String>,
@@ -126,6 +127,7 @@ impl ClientAndCodeRow {
             self.created_at,
             self.refresh_retry_seconds,
             self.dpop_bound_access_tokens,
+            self.revision,
         ))
     }
 }
@@ -146,7 +148,7 @@ impl TenantStore<'_> {
         let row: Option<ClientAndCodeRow> = sqlx::query_as(
             "SELECT c.client_id, c.name, c.client_type, c.secret_hash, c.redirect_uris, \
                c.scopes, c.created_at, c.refresh_retry_seconds, c.dpop_bound_access_tokens, \
-               a.client_id AS code_client_id, \
+               c.revision, a.client_id AS code_client_id, \
                a.redirect_uri AS code_redirect_uri, a.user_id AS code_user_id, \
                a.organization_guid AS code_organization_guid, a.scope AS code_scope, \
                a.nonce AS code_nonce, a.code_challenge, a.auth_time AS code_auth_time, \

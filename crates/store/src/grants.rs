@@ -4,8 +4,12 @@
 //! concurrent attempts can never both succeed, on one node or several. What a refused
 //! rotation comes to (reuse, or a retry within the client's window) is `grants_retry.rs`.
 
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
 use crate::db::Backend;
 use crate::error::StoreError;
+use crate::revision::{expected_values, Revision};
 use crate::tenant::TenantStore;
 use crate::users::User;
 use crate::UnixTime;
@@ -127,6 +131,10 @@ pub enum RefreshRotation {
     /// Unknown, expired, another client's, or of a revoked grant; or consumed and retried
     /// already (by this presentation's twin), with the retry's successor unused.
     Refused,
+    /// The client is no longer as [`RefreshingClient::known`] says (changed, disabled or
+    /// deleted since that copy was read): nothing was spent or revoked. Authenticate the
+    /// client again from the database and present the token again.
+    ClientChanged,
 }
 
 /// Who presents a refresh token: the authenticated client, its retry window (issue 27),
@@ -138,15 +146,21 @@ pub struct RefreshingClient<'a> {
     pub retry_seconds: i64,
     /// RFC 7638 thumbprint of the request's DPoP proof key.
     pub dpop_jkt: Option<&'a str>,
+    /// The state of the client the caller authenticated ([`crate::Client::state`]): the
+    /// rotation stands only while the client is still in that state and enabled, checked in
+    /// its one statement, so a caller may authenticate with a copy kept in memory. `None`:
+    /// not checked.
+    pub known: Option<Revision>,
 }
 
 impl<'a> RefreshingClient<'a> {
-    /// A client presenting no DPoP proof.
+    /// A client presenting no DPoP proof, its state not checked.
     pub fn new(client_id: &'a str, retry_seconds: i64) -> RefreshingClient<'a> {
         RefreshingClient {
             client_id,
             retry_seconds,
             dpop_jkt: None,
+            known: None,
         }
     }
 }
@@ -266,9 +280,10 @@ impl TenantStore<'_> {
             Backend::Postgres => (&*POSTGRES_ROTATION, 1),
             Backend::Sqlite => (&*SQLITE_ROTATION, 2),
         };
-        let rows: Vec<GrantAndUser> = {
+        let (known_created_at, known_revision) = expected_values(client.known);
+        let rows: Vec<AnyRow> = {
             let _turn = self.write_turn().await;
-            sqlx::query_as(statement)
+            sqlx::query(statement)
                 .bind(now)
                 .bind(self.id_str())
                 .bind(token_hash.to_vec())
@@ -277,14 +292,20 @@ impl TenantStore<'_> {
                 .bind(next.expires_at)
                 .bind(grant_max_age)
                 .bind(client.dpop_jkt)
+                .bind(known_created_at)
+                .bind(known_revision)
                 .fetch_all(self.pool())
                 .await?
         };
         // The turn is given back first: a retry takes it again for its transaction, and the
         // turn is not reentrant.
         let complete = rows.len() == rows_written;
-        match rows.into_iter().next() {
-            None => {
+        // The row that carries the grant (on SQLite, the successor's).
+        let found = rows
+            .iter()
+            .find(|row| matches!(row.try_get::<Option<String>, _>("client_id"), Ok(Some(_))));
+        match found.map(GrantAndUser::from_row).transpose()? {
+            None if rows.is_empty() => {
                 let presented = Presented {
                     token_hash,
                     client,
@@ -301,7 +322,7 @@ impl TenantStore<'_> {
             // Only a successor whose hash is a stored token's (a 256-bit collision) is left
             // out on SQLite, and the presented token is then spent: the client signs in
             // again. (PostgreSQL's insert fails on the same collision, and nothing is spent.)
-            Some(_) => Err(StoreError::Corrupt(
+            _ => Err(StoreError::Corrupt(
                 "a refresh rotation stored no successor",
             )),
         }
@@ -337,14 +358,19 @@ pub(crate) fn grant_stands(t: &str, client: &str, max_age: &str, now: &str) -> S
 
 /// A rotation's [`grant_stands`], where the grant must also not be bound to a DPoP key other
 /// than `$8` (RFC 9449 §5; NULL for a request without a proof): checked on the grant's row
-/// the condition reads anyway, so a rotation pays nothing for it.
+/// the condition reads anyway, so a rotation pays nothing for it. And its client must still be
+/// enabled and in the state `$9`, `$10` ([`RefreshingClient::known`]; both NULL: any): one
+/// lookup by the client's key, which spares the caller a read of the client before it.
 fn grant_stands_for_key(t: &str) -> String {
     grant_stands_and(
         t,
         "$4",
         "$7",
         "$1",
-        "AND (g.dpop_jkt IS NULL OR g.dpop_jkt = $8)",
+        "AND (g.dpop_jkt IS NULL OR g.dpop_jkt = $8) \
+         AND ($9 IS NULL OR EXISTS (SELECT 1 FROM clients c \
+           WHERE c.tenant_id = g.tenant_id AND c.client_id = g.client_id \
+             AND c.created_at = $9 AND c.revision = $10 AND c.disabled_at IS NULL))",
     )
 }
 
@@ -391,23 +417,27 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
 /// that requires it live, unexpired, of this client's standing grant and of a user who is
 /// still a member of its organization; the successor expires with the grant at the latest.
 /// The presented token's row conflicts with itself, and the upsert consumes it, recording
-/// the successor's hash; the successor's is inserted. SQLite reads an insert's source in full before it writes when
-/// both are one table, so the two rows stand or fall together, and a token already consumed
-/// gives none. Each returned row (the consumed and the new) carries the grant and its user.
+/// the successor's hash; the successor's is inserted. SQLite reads an insert's source in full
+/// before it writes when both are one table, so the two rows stand or fall together, and a
+/// token already consumed gives none. The successor's returned row (the one not consumed)
+/// carries the grant and its user, each column a lookup of its own (RETURNING cannot join);
+/// the consumed one's are NULL, which halves those lookups.
 static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let grant = |column: &str| {
         format!(
-            "(SELECT g.{column} FROM grants g \
-              WHERE g.tenant_id = refresh_tokens.tenant_id \
-                AND g.grant_id = refresh_tokens.grant_id)"
+            "CASE WHEN refresh_tokens.consumed_at IS NULL THEN \
+               (SELECT g.{column} FROM grants g \
+                WHERE g.tenant_id = refresh_tokens.tenant_id \
+                  AND g.grant_id = refresh_tokens.grant_id) END"
         )
     };
     let user = |column: &str| {
         format!(
-            "(SELECT u.{column} FROM grants g \
-               JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-              WHERE g.tenant_id = refresh_tokens.tenant_id \
-                AND g.grant_id = refresh_tokens.grant_id)"
+            "CASE WHEN refresh_tokens.consumed_at IS NULL THEN \
+               (SELECT u.{column} FROM grants g \
+                 JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
+                WHERE g.tenant_id = refresh_tokens.tenant_id \
+                  AND g.grant_id = refresh_tokens.grant_id) END"
         )
     };
     format!(

@@ -80,6 +80,16 @@ impl TenantStore<'_> {
         &self,
         presented: &Presented<'_>,
     ) -> Result<RefreshRotation, StoreError> {
+        // Before anything is decided on a copy of the client that may be stale: a reuse
+        // must not be found for a client that would no longer authenticate.
+        if let Some(known) = presented.client.known {
+            if !self
+                .client_is_in_state(presented.client.client_id, known)
+                .await?
+            {
+                return Ok(RefreshRotation::ClientChanged);
+            }
+        }
         let found: Option<Refusal> = sqlx::query_as(&REFUSAL)
             .bind(self.id_str())
             .bind(presented.token_hash.to_vec())

@@ -55,6 +55,7 @@ on_both_backends!(
     userinfo_reads_the_user_of_a_live_grant_only,
     a_grant_ends_with_its_users_membership,
     a_grant_ends_at_its_maximum_age_however_often_it_rotates,
+    a_rotation_by_a_kept_client_stands_only_while_the_client_is_unchanged,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -1737,4 +1738,67 @@ async fn authorization_request_quota_counts_per_address_in_fixed_windows(store: 
     assert!(take("192.0.2.1", NOW + 600).await);
     assert!(take("192.0.2.1", NOW + 601).await);
     assert!(!take("192.0.2.1", NOW + 602).await);
+}
+
+/// A rotation by a client authenticated from a copy kept in memory stands only while the
+/// client is still as that copy was read, and checks it inside its one statement: after any
+/// change (here the redirect URIs, then a disable), the rotation is `ClientChanged` and
+/// neither spends the token nor, for a consumed one, revokes the grant.
+async fn a_rotation_by_a_kept_client_stands_only_while_the_client_is_unchanged(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    granted(&tenant, Some(b"r1")).await;
+    let kept = tenant.find_client("web").await.unwrap().unwrap();
+    let rotate = |presented: &'static [u8], next: &'static [u8], state| {
+        let tenant = &tenant;
+        async move {
+            let client = RefreshingClient {
+                known: Some(state),
+                ..RefreshingClient::new("web", 0)
+            };
+            tenant
+                .rotate_refresh_token(presented, client, refresh(next), MAX_AGE, NOW + 1)
+                .await
+                .unwrap()
+        }
+    };
+
+    let before = store.statements_executed();
+    assert!(matches!(
+        rotate(b"r1", b"r2", kept.state()).await,
+        RefreshRotation::Rotated(..)
+    ));
+    assert_eq!(store.statements_executed() - before, 1, "one statement");
+
+    let uris = vec!["https://app.example.com/other".to_owned()];
+    tenant.set_client_redirect_uris("web", &uris).await.unwrap();
+    assert_eq!(
+        rotate(b"r2", b"r3", kept.state()).await,
+        RefreshRotation::ClientChanged
+    );
+    // A consumed token presented by the stale copy is not judged: no reuse, no revocation.
+    assert_eq!(
+        rotate(b"r1", b"r3", kept.state()).await,
+        RefreshRotation::ClientChanged
+    );
+    let token = tenant.find_refresh_token(b"r2").await.unwrap().unwrap();
+    assert_eq!((token.consumed_at, token.grant.revoked_at), (None, None));
+    assert!(tenant.find_refresh_token(b"r3").await.unwrap().is_none());
+
+    // Read again, the client rotates the unspent token.
+    let fresh = tenant.find_client("web").await.unwrap().unwrap();
+    assert_eq!(fresh.revision, kept.revision + 1);
+    assert!(matches!(
+        rotate(b"r2", b"r3", fresh.state()).await,
+        RefreshRotation::Rotated(..)
+    ));
+
+    // A disabled client's copy, read after the disable, stands for nothing either.
+    tenant.disable_client("web", NOW + 1).await.unwrap();
+    let disabled = tenant.find_client("web").await.unwrap().unwrap();
+    assert!(disabled.disabled);
+    assert_eq!(
+        rotate(b"r3", b"r4", disabled.state()).await,
+        RefreshRotation::ClientChanged
+    );
 }

@@ -17,6 +17,7 @@ on_both_backends!(
     a_refresh_token_belongs_to_its_client_and_expires_after_30_days,
     a_grant_ends_when_its_user_leaves_the_organization,
     a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed,
+    a_refresh_is_one_statement_and_sees_every_change_of_its_client,
 );
 
 /// A grant with a refresh token, through the browser and the token endpoint.
@@ -239,5 +240,59 @@ async fn a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed(db: Te
     );
     app.clock.set(end);
     assert_oauth_error(refresh(&app, &last, &[]).await, 400, "invalid_grant").await;
+    app.stop().await;
+}
+
+/// The node keeps the clients it authenticated, so a refresh is one statement (the rotation);
+/// the rotation checks the kept copy against the database, so every change of the client
+/// (made here through the store, as another node or the CLI would) counts at the next
+/// refresh, and a refusal for it spends nothing.
+async fn a_refresh_is_one_statement_and_sees_every_change_of_its_client(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let first = first_refresh_token(&app).await;
+    let mut token = refreshed(&app, &first).await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The fewest statements of five refreshes: the server's background tasks (reloads,
+    // clean-up) count theirs in the same counter now and then.
+    let mut fewest = u64::MAX;
+    for _ in 0..5 {
+        let before = app.store.statements_executed();
+        token = refreshed(&app, &token).await["refresh_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        fewest = fewest.min(app.store.statements_executed() - before);
+    }
+    assert_eq!(fewest, 1, "statements of a refresh by a kept client");
+    let third = token;
+
+    let tenant_id = store::TenantId::parse(TENANT).unwrap();
+    let tenant = app.store.tenant(&tenant_id);
+    let require_dpop = |required| store::ClientChanges {
+        dpop_bound_access_tokens: Some(required),
+        ..store::ClientChanges::default()
+    };
+    tenant
+        .update_client(CLIENT_ID, &require_dpop(true), None)
+        .await
+        .unwrap();
+    assert_oauth_error(refresh(&app, &third, &[]).await, 400, "invalid_dpop_proof").await;
+    tenant
+        .update_client(CLIENT_ID, &require_dpop(false), None)
+        .await
+        .unwrap();
+    let fourth = refreshed(&app, &third).await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    tenant
+        .disable_client(CLIENT_ID, app.clock_now())
+        .await
+        .unwrap();
+    assert_oauth_error(refresh(&app, &fourth, &[]).await, 401, "invalid_client").await;
     app.stop().await;
 }

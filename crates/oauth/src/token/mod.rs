@@ -3,6 +3,7 @@
 mod client_auth;
 mod code;
 mod issue;
+mod known_clients;
 mod refresh;
 
 use axum::extract::State;
@@ -14,6 +15,7 @@ use store::TenantId;
 pub use client_auth::authenticate_client;
 pub use code::REPLAY_REVOCATION_WINDOW;
 pub use issue::{ACCESS_TOKEN_LIFETIME, ID_TOKEN_LIFETIME, REFRESH_TOKEN_LIFETIME};
+pub use known_clients::KnownClients;
 
 use crate::dpop;
 use crate::error::OAuthError;

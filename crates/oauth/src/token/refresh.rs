@@ -7,9 +7,9 @@
 
 use axum::http::HeaderMap;
 use jose::{Proof, UnixTime};
-use store::{NewRefreshToken, RefreshRotation, RefreshingClient};
+use store::{Client, NewRefreshToken, RefreshRotation, RefreshingClient, TenantStore};
 
-use super::client_auth::authenticate_client;
+use super::client_auth::{check_client, presented};
 use super::code::required;
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
@@ -32,8 +32,93 @@ pub async fn refresh(
     let (tenant_id, secret) =
         tenant_token(token).ok_or(OAuthError::InvalidGrant("the refresh token is not valid"))?;
     let tenant = state.store.tenant(&tenant_id);
-    let client = authenticate_client(&tenant, headers, params, now).await?;
-    dpop::require_proof(&client, dpop)?;
+    let presented = presented(headers, params)?;
+    let request = Request {
+        state,
+        tenant: &tenant,
+        params,
+        dpop,
+        secret,
+        now,
+    };
+    // The copy of the client this node kept, if it authenticates the request: the rotation
+    // checks it against the database. A copy refuses nothing by itself: whatever it would
+    // refuse, and a client found changed, is decided on the database's copy.
+    let known = &state.known_clients;
+    if let Some(kept) = known.get(&tenant_id, &presented.client_id) {
+        let client = Client::clone(&kept);
+        if let Ok(client) = check_client(&tenant, &presented, Some(client), now) {
+            if let Refreshed::Issued(response) = refresh_as(&request, client, Source::Kept).await? {
+                return Ok(response);
+            }
+        }
+        known.forget(&tenant_id, &presented.client_id);
+    }
+    let client = tenant.find_client(&presented.client_id).await?;
+    let client = check_client(&tenant, &presented, client, now)?;
+    known.keep(&tenant_id, &client);
+    match refresh_as(&request, client, Source::Read).await? {
+        Refreshed::Issued(response) => Ok(response),
+        // Changed between the read and the rotation: what authenticated it is gone.
+        Refreshed::Recheck => {
+            known.forget(&tenant_id, &presented.client_id);
+            Err(OAuthError::InvalidClient(
+                "the client changed during the request: try again",
+            ))
+        }
+    }
+}
+
+/// A refresh request, before its client is authenticated.
+struct Request<'a> {
+    state: &'a OAuthState,
+    tenant: &'a TenantStore<'a>,
+    params: &'a Params,
+    dpop: Option<&'a Proof>,
+    /// The refresh token's secret, after its tenant prefix.
+    secret: &'a str,
+    now: UnixTime,
+}
+
+enum Refreshed {
+    Issued(TokenResponse),
+    /// Nothing was spent, and the client must be read from the database: it is no longer
+    /// in the state it was authenticated in, or a kept copy would have refused.
+    Recheck,
+}
+
+/// Where the client's copy comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Kept by this node ([`crate::token::KnownClients`]): perhaps no longer the client.
+    Kept,
+    /// Read from the database for this request.
+    Read,
+}
+
+/// The refresh for `client`, authenticated from a copy in the state its `revision` names.
+async fn refresh_as(
+    request: &Request<'_>,
+    client: Client,
+    source: Source,
+) -> Result<Refreshed, OAuthError> {
+    let Request {
+        state,
+        tenant,
+        params,
+        dpop,
+        secret,
+        now,
+    } = *request;
+    let tenant_id = tenant.id();
+    // A refusal that rests on the client's settings, before anything is spent.
+    let refuse = |refusal: OAuthError| match source {
+        Source::Kept => Ok(Refreshed::Recheck),
+        Source::Read => Err(refusal),
+    };
+    if let Err(refusal) = dpop::require_proof(&client, dpop) {
+        return refuse(refusal);
+    }
     let token_hash = hash_secret(secret);
     let requested = params
         .single("scope")
@@ -51,7 +136,9 @@ pub async fn refresh(
                 .consumed_at
                 .is_some_and(|at| window > 0 && at + window >= now);
             if (found.is_live(now) || retryable) && found.grant.client_id == client.client_id {
-                narrowed_scope(requested, &found.grant.scope)?;
+                if let Err(refusal) = narrowed_scope(requested, &found.grant.scope) {
+                    return refuse(refusal);
+                }
             }
         }
     }
@@ -69,6 +156,7 @@ pub async fn refresh(
                 client_id: &client.client_id,
                 retry_seconds: client.refresh_retry_seconds,
                 dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
+                known: Some(client.state()),
             },
             next,
             state.config.grant_max_age,
@@ -84,7 +172,7 @@ pub async fn refresh(
                 grant_id: &grant.grant_id,
                 user_id: &grant.user_id,
             };
-            state.record(&tenant_id, event, now).await;
+            state.record(tenant_id, event, now).await;
             (grant, user)
         }
         RefreshRotation::Reused { grant_id } => {
@@ -94,7 +182,7 @@ pub async fn refresh(
                 grant_id: &grant_id,
                 reason: RevokeReason::refresh_reuse,
             };
-            state.record(&tenant_id, event, now).await;
+            state.record(tenant_id, event, now).await;
             return Err(OAuthError::InvalidGrant(
                 "the refresh token was already used; its grant is revoked",
             ));
@@ -109,6 +197,7 @@ pub async fn refresh(
                 "the refresh token is bound to a DPoP key: send a proof signed by that key",
             ))
         }
+        RefreshRotation::ClientChanged => return Ok(Refreshed::Recheck),
     };
     let scope = match requested {
         Some(requested) => narrowed_scope(requested, &grant.scope)?,
@@ -123,7 +212,7 @@ pub async fn refresh(
         refresh_token: Some(format!("{tenant_id}.{next_secret}")),
         dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
     };
-    issue::mint(state, issue, now).await
+    Ok(Refreshed::Issued(issue::mint(state, issue, now).await?))
 }
 
 /// The requested scopes, each of which the grant holds, in canonical order.

@@ -19,6 +19,7 @@ fn target() -> TrustedTarget {
             previous_secret: None,
             refresh_retry_seconds: 0,
             dpop_bound_access_tokens: false,
+            revision: 1,
         },
         redirect_uri: "https://app.example.com/cb".into(),
     }
