@@ -173,3 +173,82 @@ async fn sharded_list_reads_every_database_and_ignores_a_moved_tenants_copy() {
     );
     store.close().await;
 }
+
+/// Migration 0019: each database's mark changes with every insert, update and delete of a
+/// client (a tenant's delete, whose clients go with it, included), and with nothing else, so
+/// the CORS list is read again exactly when it may have changed.
+async fn the_mark_changes_with_every_change_of_a_client_and_only_then(db: TestDatabase) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let acme = tenant("acme");
+    let mut marks = vec![store.client_changes().await.unwrap()];
+    fn changed(marks: &mut Vec<Vec<i64>>, now: Vec<i64>) -> bool {
+        let changed = marks.last() != Some(&now);
+        marks.push(now);
+        changed
+    }
+    assert_eq!(marks[0].len(), 1, "one database, one mark");
+
+    store.create_tenant(&acme, "Acme", 1).await.unwrap();
+    assert!(
+        !changed(&mut marks, store.client_changes().await.unwrap()),
+        "a tenant"
+    );
+    add_client(&store, &acme, "spa", "https://spa.example.com/cb", &[]).await;
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "created"
+    );
+    let uris = ["https://spa.example.com/other".to_owned()];
+    let tenant_store = store.tenant(&acme);
+    tenant_store
+        .set_client_redirect_uris("spa", &uris)
+        .await
+        .unwrap();
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "updated"
+    );
+    tenant_store.disable_client("spa", 2).await.unwrap();
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "disabled"
+    );
+    tenant_store
+        .create_organization("org-a", "Alpha", 1)
+        .await
+        .unwrap();
+    assert!(
+        !changed(&mut marks, store.client_changes().await.unwrap()),
+        "another table"
+    );
+    tenant_store.delete_client("spa").await.unwrap();
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "deleted"
+    );
+    add_client(&store, &acme, "web", "https://web.example.com/cb", &[]).await;
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "created"
+    );
+    tenant_store.delete_tenant().await.unwrap();
+    assert!(
+        changed(&mut marks, store.client_changes().await.unwrap()),
+        "tenant deleted"
+    );
+    assert!(store.list_client_origins().await.unwrap().is_empty());
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_the_mark_changes_with_every_change_of_a_client_and_only_then() {
+    the_mark_changes_with_every_change_of_a_client_and_only_then(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_the_mark_changes_with_every_change_of_a_client_and_only_then() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    the_mark_changes_with_every_change_of_a_client_and_only_then(db).await;
+}

@@ -92,9 +92,17 @@ fn allow_list(clients: Vec<ClientOrigins>) -> HashSet<String> {
 }
 
 /// The allow-list, in memory: a preflight names no tenant and carries no token, so the
-/// origins of all tenants are read at start and re-read periodically. Clones share it.
+/// origins of all tenants are read at start, and again whenever a client changed (each
+/// database's mark of its clients' changes, polled). Clones share it.
 #[derive(Clone, Debug, Default)]
-pub struct AllowedOrigins(Arc<RwLock<HashSet<String>>>);
+pub struct AllowedOrigins(Arc<RwLock<Kept>>);
+
+#[derive(Debug, Default)]
+struct Kept {
+    origins: HashSet<String>,
+    /// The databases' marks when `origins` was read; `None` before the first read.
+    marks: Option<Vec<i64>>,
+}
 
 impl AllowedOrigins {
     pub async fn load(store: &Store) -> Result<AllowedOrigins, OAuthError> {
@@ -103,23 +111,38 @@ impl AllowedOrigins {
         Ok(origins)
     }
 
-    /// Re-reads every client; `true` when the list changed.
+    /// Re-reads every client if any changed since the last read; `true` when the list
+    /// changed. One statement per database when nothing did.
     pub async fn reload(&self, store: &Store) -> Result<bool, OAuthError> {
+        // Read before the clients: a change made during their read changes the mark after
+        // it, and the next poll reads them again.
+        let marks = store.client_changes().await?;
+        if self.read().marks.as_ref() == Some(&marks) {
+            return Ok(false);
+        }
         let fresh = allow_list(store.list_client_origins().await?);
         // A panic elsewhere while holding the lock cannot leave the set half-written: it is
         // only ever replaced whole.
-        let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        if *current == fresh {
+        let mut kept = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        kept.marks = Some(marks);
+        if kept.origins == fresh {
             return Ok(false);
         }
-        *current = fresh;
+        kept.origins = fresh;
         Ok(true)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Kept> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     #[cfg(test)]
     pub(super) fn of(origins: &[&str]) -> AllowedOrigins {
-        let set = origins.iter().map(|o| (*o).to_owned()).collect();
-        AllowedOrigins(Arc::new(RwLock::new(set)))
+        let origins = origins.iter().map(|o| (*o).to_owned()).collect();
+        AllowedOrigins(Arc::new(RwLock::new(Kept {
+            origins,
+            marks: None,
+        })))
     }
 
     /// Whether `origin`, exactly as the browser sent it, is allowed.
@@ -127,14 +150,11 @@ impl AllowedOrigins {
         let Ok(origin) = std::str::from_utf8(origin) else {
             return false;
         };
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(origin)
+        self.read().origins.contains(origin)
     }
 
-    /// Re-reads the list every `every` until `stopped`, so clients registered by the CLI or
-    /// on another node are allowed without a restart.
+    /// Polls the clients' marks every `every` until `stopped`, so clients registered by the
+    /// CLI or on another node are allowed without a restart.
     pub async fn reload_every(
         self,
         store: Store,

@@ -1,0 +1,22 @@
+-- A mark that changes with every change of any client of the database, so a node can tell
+-- in one read whether the clients' CORS origins it keeps in memory are still current, and
+-- read every client again only then (at 100,000 tenants that read took a second of CPU every
+-- 30 s; docs/performance.md). Triggers, not application code, change it, so no write path
+-- can forget: the CLI, the admin API, a shard move, a tenant's delete (cascades fire them),
+-- an operator's SQL. A new random value rather than a count: a database restored from a
+-- backup and changed again must not come back to a mark a node saw for other clients.
+CREATE TABLE client_changes (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    mark  BIGINT  NOT NULL
+);
+INSERT INTO client_changes (id, mark) VALUES (1, random());
+
+CREATE TRIGGER clients_change_insert AFTER INSERT ON clients BEGIN
+    UPDATE client_changes SET mark = random() WHERE id = 1;
+END;
+CREATE TRIGGER clients_change_update AFTER UPDATE ON clients BEGIN
+    UPDATE client_changes SET mark = random() WHERE id = 1;
+END;
+CREATE TRIGGER clients_change_delete AFTER DELETE ON clients BEGIN
+    UPDATE client_changes SET mark = random() WHERE id = 1;
+END;
