@@ -150,49 +150,46 @@ pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
     })
 }
 
-/// [`ClientRow`], then `disabled_at`, `previous_secret_hash`, `previous_secret_expires_at`.
-pub(crate) type FullClientRow = (
-    String,
-    String,
-    String,
-    Option<Vec<u8>>,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    Option<Vec<u8>>,
-    Option<i64>,
-);
+/// A client's row as [`CLIENT_COLUMNS`] selects it.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ClientRecord {
+    client_id: String,
+    name: String,
+    client_type: String,
+    secret_hash: Option<Vec<u8>>,
+    redirect_uris: String,
+    scopes: String,
+    created_at: i64,
+    refresh_retry_seconds: i64,
+    dpop_bound_access_tokens: i64,
+    revision: i64,
+    disabled_at: Option<i64>,
+    previous_secret_hash: Option<Vec<u8>>,
+    previous_secret_expires_at: Option<i64>,
+}
 
-pub(crate) fn client_from_full_row(row: FullClientRow) -> Result<Client, StoreError> {
-    let (
-        id,
-        name,
-        kind,
-        hash,
-        uris,
-        scopes,
-        at,
-        retry,
-        dpop,
-        revision,
-        disabled_at,
-        previous,
-        until,
-    ) = row;
-    let registration = (
-        id, name, kind, hash, uris, scopes, at, retry, dpop, revision,
-    );
-    let mut client = client_from_row(registration)?;
-    client.disabled = disabled_at.is_some();
-    client.previous_secret = match (previous, until) {
-        (Some(hash), Some(expires_at)) => Some(PreviousSecret { hash, expires_at }),
-        _ => None,
-    };
-    Ok(client)
+impl ClientRecord {
+    pub(crate) fn into_client(self) -> Result<Client, StoreError> {
+        let mut client = client_from_row((
+            self.client_id,
+            self.name,
+            self.client_type,
+            self.secret_hash,
+            self.redirect_uris,
+            self.scopes,
+            self.created_at,
+            self.refresh_retry_seconds,
+            self.dpop_bound_access_tokens,
+            self.revision,
+        ))?;
+        client.disabled = self.disabled_at.is_some();
+        client.previous_secret = match (self.previous_secret_hash, self.previous_secret_expires_at)
+        {
+            (Some(hash), Some(expires_at)) => Some(PreviousSecret { hash, expires_at }),
+            _ => None,
+        };
+        Ok(client)
+    }
 }
 
 pub(crate) const CLIENT_COLUMNS: &str =
@@ -351,14 +348,14 @@ impl TenantStore<'_> {
     }
 
     pub async fn find_client(&self, client_id: &str) -> Result<Option<Client>, StoreError> {
-        let row: Option<FullClientRow> = sqlx::query_as(&format!(
+        let row: Option<ClientRecord> = sqlx::query_as(&format!(
             "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 AND client_id = $2"
         ))
         .bind(self.id_str())
         .bind(client_id)
         .fetch_optional(self.pool())
         .await?;
-        row.map(client_from_full_row).transpose()
+        row.map(ClientRecord::into_client).transpose()
     }
 
     /// Whether the client is still enabled and in `state` (nothing changed it since a copy
@@ -421,13 +418,13 @@ impl TenantStore<'_> {
     }
 
     pub async fn list_clients(&self) -> Result<Vec<Client>, StoreError> {
-        let rows: Vec<FullClientRow> = sqlx::query_as(&format!(
+        let rows: Vec<ClientRecord> = sqlx::query_as(&format!(
             "SELECT {CLIENT_COLUMNS} FROM clients WHERE tenant_id = $1 ORDER BY client_id"
         ))
         .bind(self.id_str())
         .fetch_all(self.pool())
         .await?;
-        rows.into_iter().map(client_from_full_row).collect()
+        rows.into_iter().map(ClientRecord::into_client).collect()
     }
 
     /// Replaces a confidential client's secret hash; `NotFound(Client)` for an unknown or

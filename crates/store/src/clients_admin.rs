@@ -5,7 +5,7 @@
 //! of the tokens it had: its users go through a new authorization.
 
 use crate::clients::{
-    client_from_full_row, json_list, Client, ClientLogout, PreviousSecret, CLIENT_COLUMNS,
+    json_list, Client, ClientLogout, ClientRecord, PreviousSecret, CLIENT_COLUMNS,
 };
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
@@ -40,59 +40,31 @@ pub struct ClientChanges<'a> {
     pub dpop_bound_access_tokens: Option<bool>,
 }
 
-/// The client's columns (its revision among them), then `web_origins`,
-/// `post_logout_redirect_uris` and `backchannel_logout_uri`.
-type ManagedRow = (
-    String,
-    String,
-    String,
-    Option<Vec<u8>>,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    Option<Vec<u8>>,
-    Option<i64>,
-    String,
-    String,
-    Option<String>,
-);
+/// The client's columns, then what only a managed read selects ([`MANAGED_COLUMNS`]).
+#[derive(sqlx::FromRow)]
+struct ManagedRow {
+    #[sqlx(flatten)]
+    client: ClientRecord,
+    web_origins: String,
+    post_logout_redirect_uris: String,
+    backchannel_logout_uri: Option<String>,
+}
 
 /// What a managed read selects.
 const MANAGED_COLUMNS: &str = "web_origins, post_logout_redirect_uris, backchannel_logout_uri";
 
 fn managed_from_row(row: ManagedRow) -> Result<ManagedClient, StoreError> {
-    let (
-        id,
-        name,
-        kind,
-        hash,
-        uris,
-        scopes,
-        created_at,
-        retry,
-        dpop,
-        rev,
-        disabled,
-        previous,
-        until,
-        web,
-        logout_uris,
-        backchannel,
-    ) = row;
-    let client = client_from_full_row((
-        id, name, kind, hash, uris, scopes, created_at, retry, dpop, rev, disabled, previous, until,
-    ))?;
+    let client = row.client.into_client()?;
     Ok(ManagedClient {
         revision: client.state(),
         client,
-        web_origins: json_list(&web, "web origins")?,
+        web_origins: json_list(&row.web_origins, "web origins")?,
         logout: ClientLogout {
-            post_logout_redirect_uris: json_list(&logout_uris, "post-logout redirect URIs")?,
-            backchannel_logout_uri: backchannel,
+            post_logout_redirect_uris: json_list(
+                &row.post_logout_redirect_uris,
+                "post-logout redirect URIs",
+            )?,
+            backchannel_logout_uri: row.backchannel_logout_uri,
         },
     })
 }

@@ -3,7 +3,9 @@
 //! ends `--grant-max-days` after its code exchange, and as soon as its user is no longer a
 //! member of its organization: then the refresh is `invalid_grant` and the user signs in
 //! again. A client with a retry window (issue 27) may present a token it consumed again
-//! within it while the successor is unused, and is answered as for a fresh refresh.
+//! within it while the successor is unused, and is answered as for a fresh refresh. The
+//! client is authenticated from the copy this node kept when it has one, and the rotation's
+//! one statement checks that copy against the database.
 
 use axum::http::HeaderMap;
 use jose::{Proof, UnixTime};
