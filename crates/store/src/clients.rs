@@ -45,7 +45,6 @@ pub struct Client {
     /// Set by an admin: a disabled client is refused wherever it would be an unknown one.
     pub disabled: bool,
     /// The secret a rotation with a grace period replaced, still accepted until it ends.
-    /// `None` where the client was read without it (the code exchange's joined read).
     pub previous_secret: Option<PreviousSecret>,
     /// Seconds (0 to 120) during which a consumed refresh token of this client may be
     /// presented again while its successor is unused (issue 27); 0: never (spec §5.7).
@@ -111,45 +110,6 @@ pub struct NewClient<'a> {
     pub scopes: &'a [String],
 }
 
-/// `client_id`, `name`, `client_type`, `secret_hash`, `redirect_uris`, `scopes`,
-/// `created_at`, `refresh_retry_seconds`, `dpop_bound_access_tokens`, `revision`: the first
-/// columns of [`CLIENT_COLUMNS`].
-pub(crate) type ClientRow = (
-    String,
-    String,
-    String,
-    Option<Vec<u8>>,
-    String,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-);
-
-/// A client from its registration's columns alone: not disabled, no previous secret. For a
-/// read that selects only those (the code exchange's; it refuses a disabled client itself).
-pub(crate) fn client_from_row(row: ClientRow) -> Result<Client, StoreError> {
-    let (id, name, kind, secret_hash, redirect_uris, scopes, created_at, retry, dpop, revision) =
-        row;
-    let redirect_uris: Vec<String> =
-        serde_json::from_str(&redirect_uris).map_err(|_| StoreError::Corrupt("redirect URIs"))?;
-    Ok(Client {
-        client_id: id,
-        name,
-        client_type: ClientType::parse(&kind)?,
-        secret_hash,
-        redirect_uris,
-        scopes: scopes.split_whitespace().map(str::to_owned).collect(),
-        created_at,
-        disabled: false,
-        previous_secret: None,
-        refresh_retry_seconds: retry,
-        dpop_bound_access_tokens: dpop != 0,
-        revision,
-    })
-}
-
 /// A client's row as [`CLIENT_COLUMNS`] selects it.
 #[derive(sqlx::FromRow)]
 pub(crate) struct ClientRecord {
@@ -170,25 +130,26 @@ pub(crate) struct ClientRecord {
 
 impl ClientRecord {
     pub(crate) fn into_client(self) -> Result<Client, StoreError> {
-        let mut client = client_from_row((
-            self.client_id,
-            self.name,
-            self.client_type,
-            self.secret_hash,
-            self.redirect_uris,
-            self.scopes,
-            self.created_at,
-            self.refresh_retry_seconds,
-            self.dpop_bound_access_tokens,
-            self.revision,
-        ))?;
-        client.disabled = self.disabled_at.is_some();
-        client.previous_secret = match (self.previous_secret_hash, self.previous_secret_expires_at)
-        {
+        let redirect_uris: Vec<String> = serde_json::from_str(&self.redirect_uris)
+            .map_err(|_| StoreError::Corrupt("redirect URIs"))?;
+        let previous_secret = match (self.previous_secret_hash, self.previous_secret_expires_at) {
             (Some(hash), Some(expires_at)) => Some(PreviousSecret { hash, expires_at }),
             _ => None,
         };
-        Ok(client)
+        Ok(Client {
+            client_id: self.client_id,
+            name: self.name,
+            client_type: ClientType::parse(&self.client_type)?,
+            secret_hash: self.secret_hash,
+            redirect_uris,
+            scopes: self.scopes.split_whitespace().map(str::to_owned).collect(),
+            created_at: self.created_at,
+            disabled: self.disabled_at.is_some(),
+            previous_secret,
+            refresh_retry_seconds: self.refresh_retry_seconds,
+            dpop_bound_access_tokens: self.dpop_bound_access_tokens != 0,
+            revision: self.revision,
+        })
     }
 }
 

@@ -4,9 +4,7 @@
 //! Disabling revokes every live grant of the client, so enabling it again brings back none
 //! of the tokens it had: its users go through a new authorization.
 
-use crate::clients::{
-    json_list, Client, ClientLogout, ClientRecord, PreviousSecret, CLIENT_COLUMNS,
-};
+use crate::clients::{json_list, Client, ClientLogout, ClientRecord, CLIENT_COLUMNS};
 use crate::error::{Entity, StoreError};
 use crate::revision::{expected_values, matches_revision, Revision};
 use crate::tenant::TenantStore;
@@ -124,25 +122,6 @@ impl TenantStore<'_> {
         .fetch_optional(self.pool())
         .await?;
         row.map(managed_from_row).transpose()
-    }
-
-    /// A client's replaced secret, for a read of the client that left it out.
-    pub async fn find_previous_client_secret(
-        &self,
-        client_id: &str,
-    ) -> Result<Option<PreviousSecret>, StoreError> {
-        let row: Option<(Option<Vec<u8>>, Option<i64>)> = sqlx::query_as(
-            "SELECT previous_secret_hash, previous_secret_expires_at FROM clients \
-             WHERE tenant_id = $1 AND client_id = $2",
-        )
-        .bind(self.id_str())
-        .bind(client_id)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(match row {
-            Some((Some(hash), Some(expires_at))) => Some(PreviousSecret { hash, expires_at }),
-            _ => None,
-        })
     }
 
     /// Changes a client's name, redirect URIs, allowed scopes, sign-out registration or

@@ -15,7 +15,7 @@
 
 use std::sync::LazyLock;
 
-use crate::clients::{client_from_row, Client};
+use crate::clients::{Client, ClientRecord};
 use crate::codes::AuthorizationCode;
 use crate::db::Backend;
 use crate::error::StoreError;
@@ -70,16 +70,8 @@ pub struct RedeemedCode<'a> {
 /// code's (all `NULL` when no such code exists).
 #[derive(sqlx::FromRow)]
 struct ClientAndCodeRow {
-    client_id: String,
-    name: String,
-    client_type: String,
-    secret_hash: Option<Vec<u8>>,
-    redirect_uris: String,
-    scopes: String,
-    created_at: i64,
-    refresh_retry_seconds: i64,
-    dpop_bound_access_tokens: i64,
-    revision: i64,
+    #[sqlx(flatten)]
+    client: ClientRecord,
     code_client_id: Option<String>,
     code_redirect_uri: Option<String>,
     code_user_id: Option<String>,
@@ -115,21 +107,6 @@ impl ClientAndCodeRow {
             amr: self.code_amr.take(),
         })
     }
-
-    fn client(self) -> Result<Client, StoreError> {
-        client_from_row((
-            self.client_id,
-            self.name,
-            self.client_type,
-            self.secret_hash,
-            self.redirect_uris,
-            self.scopes,
-            self.created_at,
-            self.refresh_retry_seconds,
-            self.dpop_bound_access_tokens,
-            self.revision,
-        ))
-    }
 }
 
 impl TenantStore<'_> {
@@ -148,7 +125,8 @@ impl TenantStore<'_> {
         let row: Option<ClientAndCodeRow> = sqlx::query_as(
             "SELECT c.client_id, c.name, c.client_type, c.secret_hash, c.redirect_uris, \
                c.scopes, c.created_at, c.refresh_retry_seconds, c.dpop_bound_access_tokens, \
-               c.revision, a.client_id AS code_client_id, \
+               c.revision, c.disabled_at, c.previous_secret_hash, \
+               c.previous_secret_expires_at, a.client_id AS code_client_id, \
                a.redirect_uri AS code_redirect_uri, a.user_id AS code_user_id, \
                a.organization_guid AS code_organization_guid, a.scope AS code_scope, \
                a.nonce AS code_nonce, a.code_challenge, a.auth_time AS code_auth_time, \
@@ -168,7 +146,7 @@ impl TenantStore<'_> {
             return Ok(None);
         };
         let code = row.code();
-        let client = row.client()?;
+        let client = row.client.into_client()?;
         let exchange = match code {
             None => CodeExchange::Unknown,
             Some(code) if code.redeemed_at.is_some() => CodeExchange::Replayed {

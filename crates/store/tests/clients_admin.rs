@@ -88,10 +88,13 @@ async fn clients_are_administered(db: TestDatabase) {
         expires_at: 100,
     };
     assert_eq!(web.previous_secret.as_ref(), Some(&previous));
-    assert_eq!(
-        t.find_previous_client_secret("web").await.unwrap(),
-        Some(previous)
-    );
+    // The code exchange reads the client with the code, previous secret included.
+    let (client, _) = t
+        .present_code("web", b"none", "g1", 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(client.previous_secret, Some(previous));
     t.rotate_client_secret("web", &[3u8; 32], None)
         .await
         .unwrap();

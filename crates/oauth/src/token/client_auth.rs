@@ -79,30 +79,6 @@ fn secret_matches(client: &Client, secret: &SecretString, current: &[u8], now: U
     is_current | is_previous
 }
 
-/// The code exchange reads its client together with the code, without the secret a rotation
-/// replaced; only a presented secret that is not the current one costs the read of that one.
-pub(super) async fn with_previous_secret(
-    tenant: &TenantStore<'_>,
-    presented: &Presented,
-    client: Option<Client>,
-) -> Result<Option<Client>, OAuthError> {
-    let Some(mut client) = client else {
-        return Ok(None);
-    };
-    if let (Some(secret), Some(current), None) = (
-        &presented.secret,
-        &client.secret_hash,
-        &client.previous_secret,
-    ) {
-        if !verify_secret(secret, current) {
-            client.previous_secret = tenant
-                .find_previous_client_secret(&client.client_id)
-                .await?;
-        }
-    }
-    Ok(Some(client))
-}
-
 pub(super) fn presented(headers: &HeaderMap, params: &Params) -> Result<Presented, OAuthError> {
     let presented = presented_as_sent(headers, params)?;
     // No id outside the registration rules was ever registered, so such an id is unknown

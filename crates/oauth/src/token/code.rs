@@ -10,7 +10,7 @@ use store::{
 };
 use subtle::ConstantTimeEq;
 
-use super::client_auth::{check_client, presented, with_previous_secret};
+use super::client_auth::{check_client, presented};
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
 use super::tenant_token;
 use crate::dpop;
@@ -47,7 +47,6 @@ pub async fn exchange_code(
         Some((client, exchange)) => (Some(client), exchange),
         None => (None, CodeExchange::Unknown),
     };
-    let client = with_previous_secret(&tenant, &presented, client).await?;
     let client = check_client(&tenant, &presented, client, now)?;
     // Before the code is looked at: the client may try again with a proof.
     dpop::require_proof(&client, dpop)?;
