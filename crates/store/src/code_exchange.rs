@@ -276,27 +276,39 @@ type IssuedUserRow = (
     Option<i64>,
 );
 
-/// The grant id a redemption records: this presentation's, when the code's user is still a
-/// member of the code's organization (spec §1: tokens are bound to the organization
-/// membership chosen at consent, and last no longer than it) and neither the user nor the
-/// client is disabled, else `NULL`. A membership's user exists (its foreign key), so the
-/// one lookup, by the membership's key, stands for both. Disabling revokes the grants that
-/// exist; this refuses the one a code issued before the disabling would otherwise create.
-const MEMBER_GRANT_ID: &str = "(SELECT $4 FROM memberships m \
-     WHERE m.tenant_id = $2 AND m.user_id = $5 AND m.organization_guid = $7 \
-       AND EXISTS (SELECT 1 FROM users du \
-         WHERE du.tenant_id = $2 AND du.user_id = $5 AND du.disabled_at IS NULL) \
-       AND EXISTS (SELECT 1 FROM clients dc \
-         WHERE dc.tenant_id = $2 AND dc.client_id = $6 AND dc.disabled_at IS NULL))";
+/// The grant id a redemption records: this presentation's (`grant_id`), when the code's user
+/// is still a member of the code's organization (spec §1: tokens are bound to the
+/// organization membership chosen at consent, and last no longer than it) and neither the
+/// user nor the client is disabled, else `NULL`. A membership's user exists (its foreign
+/// key), so the one lookup, by the membership's key, stands for both. Disabling revokes the
+/// grants that exist; this refuses the one a code issued before the disabling would
+/// otherwise create. Each argument is an expression of the statement it is part of.
+pub(crate) fn member_grant_id(
+    grant_id: &str,
+    tenant: &str,
+    user: &str,
+    organization: &str,
+    client: &str,
+) -> String {
+    format!(
+        "(SELECT {grant_id} FROM memberships m \
+           WHERE m.tenant_id = {tenant} AND m.user_id = {user} AND m.organization_guid = {organization} \
+             AND EXISTS (SELECT 1 FROM users du \
+               WHERE du.tenant_id = {tenant} AND du.user_id = {user} AND du.disabled_at IS NULL) \
+             AND EXISTS (SELECT 1 FROM clients dc \
+               WHERE dc.tenant_id = {tenant} AND dc.client_id = {client} AND dc.disabled_at IS NULL))"
+    )
+}
 
 /// PostgreSQL's redemption and issue as one statement; its row holds the user's columns, all
 /// `NULL` when the redemption named no grant, and there is no row when the code was
 /// redeemed meanwhile.
 static POSTGRES_ISSUE: LazyLock<String> = LazyLock::new(|| {
+    let member_grant_id = member_grant_id("$4", "$2", "$5", "$7", "$6");
     format!(
         "WITH redeemed AS ( \
            UPDATE authorization_codes SET redeemed_at = $1, \
-             grant_id = {MEMBER_GRANT_ID} \
+             grant_id = {member_grant_id} \
            WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
            RETURNING grant_id, sid, amr), \
          issued AS ( \
@@ -325,9 +337,10 @@ static SQLITE_ISSUE: LazyLock<String> = LazyLock::new(|| {
               WHERE u.tenant_id = $2 AND u.user_id = $5 AND authorization_codes.grant_id = $4)"
         )
     };
+    let member_grant_id = member_grant_id("$4", "$2", "$5", "$7", "$6");
     format!(
         "BEGIN IMMEDIATE; \
-         UPDATE authorization_codes SET redeemed_at = $1, grant_id = {MEMBER_GRANT_ID} \
+         UPDATE authorization_codes SET redeemed_at = $1, grant_id = {member_grant_id} \
          WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
          RETURNING {}, {}, {}, {}, {}; \
          {INSERT_GRANT} SELECT $2, $4, $6, $5, $7, $8, $9, $10, sid, amr, $13 FROM authorization_codes \

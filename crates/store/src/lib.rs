@@ -13,6 +13,7 @@ mod cleanup;
 mod clients;
 mod clients_admin;
 mod code_exchange;
+mod code_exchange_checked;
 mod codes;
 mod data_versions;
 mod db;
@@ -59,6 +60,7 @@ pub use clients::{
 };
 pub use clients_admin::{ClientChanges, ManagedClient, CLIENT_DISABLED};
 pub use code_exchange::{CodeExchange, Issuance, RedeemedCode};
+pub use code_exchange_checked::{CheckedExchange, PresentedCode};
 pub use codes::{AuthorizationCode, NewAuthorizationCode};
 pub use data_versions::ApiStanding;
 pub use db::{Backend, Checkpoint, PoolUse, ShardMap, Store};

@@ -16,9 +16,9 @@ use std::sync::{Mutex, OnceLock};
 use sqlx::{Connection, Row};
 use store::testing::TestDatabase;
 use store::{
-    CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
-    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, RefreshRotation,
-    RefreshingClient, Store, TenantId, TenantStore,
+    CheckedExchange, CodeExchange, FailureSubject, Issuance, NewAuditEvent, NewAuthorizationCode,
+    NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser, PresentedCode,
+    RefreshRotation, RefreshingClient, Store, TenantId, TenantStore,
 };
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -404,6 +404,30 @@ async fn exchange_and_refresh(tenant: &TenantStore<'_>) {
         .await
         .unwrap();
     assert!(matches!(issuance, Issuance::Issued(_)), "{issuance:?}");
+    // An exchange by a client kept in memory: the redemption makes the code's checks.
+    tenant
+        .create_authorization_code(&code(b"c4"), NOW)
+        .await
+        .unwrap();
+    let client = tenant.find_client("web").await.unwrap().unwrap();
+    let presented = PresentedCode {
+        code_hash: b"c4",
+        client_id: "web",
+        client_state: client.state(),
+        redirect_uri: "https://app.example.com/cb",
+        code_challenge: "c",
+        grant_id: "g4",
+        dpop_jkt: None,
+        refresh_token: refresh(b"r4"),
+    };
+    let checked = tenant
+        .exchange_checked_code(&presented, NOW + 1)
+        .await
+        .unwrap();
+    assert!(
+        matches!(checked, CheckedExchange::Issued { .. }),
+        "{checked:?}"
+    );
     // The replay of the code, which revokes its grant: on a grant of its own.
     tenant
         .create_authorization_code(&code(b"c2"), NOW)

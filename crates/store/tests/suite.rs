@@ -5,10 +5,10 @@
 use store::testing::TestDatabase;
 use store::AttemptEnd;
 use store::{
-    ApiStanding, ClientType, CodeExchange, Entity, FailureSubject, GrantUser, Issuance,
-    NewAuthorizationCode, NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken, NewUser,
-    RedeemedCode, RefreshRotation, RefreshingClient, Store, StoreError, TenantId, TenantStore,
-    User,
+    ApiStanding, CheckedExchange, ClientType, CodeExchange, Entity, FailureSubject, GrantUser,
+    Issuance, NewAuthorizationCode, NewAuthorizationRequest, NewClient, NewGrant, NewRefreshToken,
+    NewUser, PresentedCode, RedeemedCode, RefreshRotation, RefreshingClient, Revision, Store,
+    StoreError, TenantId, TenantStore, User,
 };
 
 /// Declares each test twice: `sqlite::name` and `postgres::name`.
@@ -56,6 +56,7 @@ on_both_backends!(
     a_grant_ends_with_its_users_membership,
     a_grant_ends_at_its_maximum_age_however_often_it_rotates,
     a_rotation_by_a_kept_client_stands_only_while_the_client_is_unchanged,
+    a_checked_exchange_redeems_only_a_code_that_passes_every_check,
 );
 
 async fn connect(db: &TestDatabase) -> Store {
@@ -1801,4 +1802,196 @@ async fn a_rotation_by_a_kept_client_stands_only_while_the_client_is_unchanged(s
         rotate(b"r3", b"r4", disabled.state()).await,
         RefreshRotation::ClientChanged
     );
+}
+
+/// The one-trip exchange of a client authenticated from a kept copy: a code that fails any
+/// check, or a client no longer as its copy says, matches nothing and spends nothing; a code
+/// that passes is redeemed with its grant, its refresh token for `offline_access` only, and
+/// its user, in one statement.
+async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: Store) {
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    let kept = tenant.find_client("web").await.unwrap().unwrap();
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    let passing = PresentedCode {
+        code_hash: b"c1",
+        client_id: "web",
+        client_state: kept.state(),
+        redirect_uri: "https://app.example.com/cb",
+        code_challenge: "c",
+        grant_id: "g1",
+        dpop_jkt: None,
+        refresh_token: refresh(b"r1"),
+    };
+    let exchange = |presented: PresentedCode<'static>, now: i64| {
+        let tenant = &tenant;
+        async move { tenant.exchange_checked_code(&presented, now).await.unwrap() }
+    };
+    let changed = Revision {
+        revision: kept.revision + 1,
+        ..kept.state()
+    };
+    let failing = [
+        PresentedCode {
+            redirect_uri: "https://app.example.com/other",
+            ..passing
+        },
+        PresentedCode {
+            code_challenge: "d",
+            ..passing
+        },
+        PresentedCode {
+            client_id: "spa",
+            ..passing
+        },
+        PresentedCode {
+            client_state: changed,
+            ..passing
+        },
+        PresentedCode {
+            code_hash: b"c9",
+            ..passing
+        },
+    ];
+    for presented in failing {
+        assert_eq!(
+            exchange(presented, NOW + 1).await,
+            CheckedExchange::NotRedeemed,
+            "{presented:?}"
+        );
+    }
+    // Expired: a code lives until its expires_at, exclusive.
+    assert_eq!(
+        exchange(passing, NOW + 60).await,
+        CheckedExchange::NotRedeemed
+    );
+    let unspent = tenant
+        .find_authorization_code(b"c1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((unspent.redeemed_at, unspent.grant_id), (None, None));
+
+    let before = store.statements_executed();
+    let CheckedExchange::Issued {
+        code: redeemed,
+        user,
+        refresh_token_stored,
+    } = exchange(passing, NOW + 1).await
+    else {
+        panic!("c1 must be issued");
+    };
+    assert_eq!(store.statements_executed() - before, 1, "one trip");
+    assert_eq!(
+        (
+            redeemed.grant_id.as_deref(),
+            redeemed.redeemed_at,
+            redeemed.nonce.as_deref(),
+            redeemed.scope.as_str()
+        ),
+        (
+            Some("g1"),
+            Some(NOW + 1),
+            Some("n"),
+            "openid offline_access"
+        )
+    );
+    assert_eq!(
+        (user.user_id.as_str(), user.username.as_str()),
+        ("u1", "alice")
+    );
+    assert!(refresh_token_stored);
+    let token = tenant.find_refresh_token(b"r1").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            token.grant.grant_id.as_str(),
+            token.grant.user_id.as_str(),
+            token.grant.organization_guid.as_str(),
+            token.grant.created_at
+        ),
+        ("g1", "u1", "org-a", NOW + 1)
+    );
+    // Used: it matches nothing again, and the other path finds the replay.
+    assert_eq!(
+        exchange(
+            PresentedCode {
+                grant_id: "g2",
+                ..passing
+            },
+            NOW + 2
+        )
+        .await,
+        CheckedExchange::NotRedeemed
+    );
+    assert_eq!(replay(&tenant, b"c1", NOW + 2).await, Some("g1".into()));
+
+    // Without offline_access, the grant has no refresh token.
+    tenant
+        .create_authorization_code(
+            &NewAuthorizationCode {
+                scope: "openid jobs",
+                ..code(b"c2")
+            },
+            NOW,
+        )
+        .await
+        .unwrap();
+    let online = PresentedCode {
+        code_hash: b"c2",
+        grant_id: "g2",
+        refresh_token: refresh(b"r2"),
+        ..passing
+    };
+    let CheckedExchange::Issued {
+        refresh_token_stored,
+        ..
+    } = exchange(online, NOW + 1).await
+    else {
+        panic!("c2 must be issued");
+    };
+    assert!(!refresh_token_stored);
+    assert!(tenant.find_refresh_token(b"r2").await.unwrap().is_none());
+    assert!(tenant.find_grant("g2").await.unwrap().is_some());
+
+    // A user no longer a member: the code is spent without a grant.
+    tenant
+        .create_authorization_code(&code(b"c3"), NOW)
+        .await
+        .unwrap();
+    tenant.remove_membership("u1", "org-a").await.unwrap();
+    let gone = PresentedCode {
+        code_hash: b"c3",
+        grant_id: "g3",
+        refresh_token: refresh(b"r3"),
+        ..passing
+    };
+    assert_eq!(exchange(gone, NOW + 1).await, CheckedExchange::UserGone);
+    assert_eq!(replay(&tenant, b"c3", NOW + 1).await, None);
+    assert!(tenant.find_grant("g3").await.unwrap().is_none());
+    assert!(tenant.find_refresh_token(b"r3").await.unwrap().is_none());
+
+    // A changed client's copy: nothing is spent.
+    tenant
+        .create_authorization_code(&code(b"c4"), NOW)
+        .await
+        .unwrap();
+    tenant.add_membership("u1", "org-a", NOW).await.unwrap();
+    let uris = vec!["https://app.example.com/cb".to_owned()];
+    tenant.set_client_redirect_uris("web", &uris).await.unwrap();
+    let stale = PresentedCode {
+        code_hash: b"c4",
+        grant_id: "g4",
+        refresh_token: refresh(b"r4"),
+        ..passing
+    };
+    assert_eq!(exchange(stale, NOW + 1).await, CheckedExchange::NotRedeemed);
+    let unspent = tenant
+        .find_authorization_code(b"c4")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(unspent.redeemed_at, None);
 }

@@ -11,7 +11,7 @@ use store::testing::TestDatabase;
 
 use crate::flow::{
     self, assert_oauth_error, code_for, exchange, jwt_parts, location_params, param, seed,
-    token_request, CLIENT_ID, REDIRECT_URI, VERIFIER, WEB_CLIENT, WEB_SECRET,
+    token_request, CLIENT_ID, REDIRECT_URI, TENANT, VERIFIER, WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{on_both_backends, TestApp};
 use crate::node_support::userinfo;
@@ -29,6 +29,7 @@ on_both_backends!(
     a_used_code_presented_by_another_client_revokes_nothing,
     a_used_code_revokes_only_until_ten_minutes_after_its_expiry,
     only_authorization_code_and_refresh_token_grants_exist,
+    an_exchange_by_a_kept_client_is_one_trip_and_refuses_as_any_other,
 );
 
 async fn openidconnect_exchanges_verifies_the_id_token_reads_userinfo_and_refreshes(
@@ -677,5 +678,80 @@ async fn only_authorization_code_and_refresh_token_grants_exist(db: TestDatabase
         .await
         .unwrap();
     assert_oauth_error(json, 400, "invalid_request").await;
+    app.stop().await;
+}
+
+/// A node keeps the clients it authenticated, and an exchange by a kept client redeems a code
+/// that passes every check in one trip; a code that fails one is still spent by the
+/// refusal, and a change of the client (made through the store, as another node or the CLI
+/// would) counts at the next exchange.
+async fn an_exchange_by_a_kept_client_is_one_trip_and_refuses_as_any_other(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let browser = app.browser();
+    let code = code_for(&app, &browser, &[]).await;
+    exchange(&app, &code).await;
+    // The fewest statements of three exchanges: the server's background tasks count theirs
+    // in the same counter now and then.
+    let mut fewest = u64::MAX;
+    for _ in 0..3 {
+        let code = code_for(&app, &browser, &[]).await;
+        let before = app.store.statements_executed();
+        let tokens = exchange(&app, &code).await;
+        fewest = fewest.min(app.store.statements_executed() - before);
+        assert!(tokens["id_token"].is_string() && tokens["access_token"].is_string());
+    }
+    assert_eq!(fewest, 1, "statements of an exchange by a kept client");
+
+    let present = |code: String, verifier: &'static str| {
+        let app = &app;
+        async move {
+            let fields = [
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", REDIRECT_URI),
+                ("code_verifier", verifier),
+                ("client_id", CLIENT_ID),
+            ];
+            token_request(app, &fields, None).await
+        }
+    };
+    // A wrong verifier spends the code: the right one then finds it used.
+    let code = code_for(&app, &browser, &[]).await;
+    let wrong = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    assert_oauth_error(present(code.clone(), wrong).await, 400, "invalid_grant").await;
+    assert_oauth_error(present(code, VERIFIER).await, 400, "invalid_grant").await;
+
+    let tenant_id = store::TenantId::parse(TENANT).unwrap();
+    let tenant = app.store.tenant(&tenant_id);
+    let require_dpop = |required| store::ClientChanges {
+        dpop_bound_access_tokens: Some(required),
+        ..store::ClientChanges::default()
+    };
+    tenant
+        .update_client(CLIENT_ID, &require_dpop(true), None)
+        .await
+        .unwrap();
+    let code = code_for(&app, &browser, &[]).await;
+    assert_oauth_error(
+        present(code.clone(), VERIFIER).await,
+        400,
+        "invalid_dpop_proof",
+    )
+    .await;
+    tenant
+        .update_client(CLIENT_ID, &require_dpop(false), None)
+        .await
+        .unwrap();
+    // The refusal for the proof spent nothing.
+    let tokens: serde_json::Value = present(code, VERIFIER).await.json().await.unwrap();
+    assert!(tokens["access_token"].is_string(), "{tokens}");
+
+    let code = code_for(&app, &browser, &[]).await;
+    tenant
+        .disable_client(CLIENT_ID, app.clock_now())
+        .await
+        .unwrap();
+    assert_oauth_error(present(code, VERIFIER).await, 401, "invalid_client").await;
     app.stop().await;
 }

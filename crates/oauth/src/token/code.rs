@@ -5,8 +5,8 @@
 use axum::http::HeaderMap;
 use jose::{Proof, UnixTime};
 use store::{
-    AuthorizationCode, ClientType, CodeExchange, Grant, Issuance, NewGrant, NewRefreshToken,
-    TenantId,
+    AuthorizationCode, CheckedExchange, Client, ClientType, CodeExchange, Grant, Issuance,
+    NewGrant, NewRefreshToken, PresentedCode, TenantId, TenantStore, User,
 };
 use subtle::ConstantTimeEq;
 
@@ -36,18 +36,49 @@ pub async fn exchange_code(
         tenant_token(code).ok_or(OAuthError::InvalidGrant("the code is not valid"))?;
     let tenant = state.store.tenant(&tenant_id);
     let presented = presented(headers, params)?;
-    let code_hash = hash_secret(secret);
-    let grant_id = state.random.uuid_v4()?;
+    let request = Request {
+        state,
+        tenant: &tenant,
+        code_hash: hash_secret(secret),
+        grant_id: state.random.uuid_v4()?,
+        redirect_uri,
+        verifier,
+        dpop,
+        now,
+    };
+    // The copy of the client this node kept, if it authenticates the request: then one trip
+    // redeems a code that passes every check, the client's state included. Anything else,
+    // and every refusal, is decided below on what the database holds.
+    let known = &state.known_clients;
+    if let Some(kept) = known.get(&tenant_id, &presented.client_id) {
+        if let Ok(client) = check_client(&tenant, &presented, Some(Client::clone(&kept)), now) {
+            if let Some(response) = exchange_checked(&request, &client).await? {
+                return Ok(response);
+            }
+        }
+    }
     // The client and the code in one read; nothing about the code counts before the client
     // is authenticated.
     let (client, exchange) = match tenant
-        .present_code(&presented.client_id, &code_hash, &grant_id, now)
+        .present_code(
+            &presented.client_id,
+            &request.code_hash,
+            &request.grant_id,
+            now,
+        )
         .await?
     {
         Some((client, exchange)) => (Some(client), exchange),
         None => (None, CodeExchange::Unknown),
     };
-    let client = check_client(&tenant, &presented, client, now)?;
+    let client = match check_client(&tenant, &presented, client, now) {
+        Ok(client) => client,
+        Err(refusal) => {
+            known.forget(&tenant_id, &presented.client_id);
+            return Err(refusal);
+        }
+    };
+    known.keep(&tenant_id, &client);
     // Before the code is looked at: the client may try again with a proof.
     dpop::require_proof(&client, dpop)?;
     let redeemed = match exchange {
@@ -89,47 +120,113 @@ pub async fn exchange_code(
         false => None,
     };
     let new_grant = NewGrant {
-        grant_id: &grant_id,
+        grant_id: &request.grant_id,
         client_id: &code.client_id,
         user_id: &code.user_id,
         organization_guid: &code.organization_guid,
         scope: &code.scope,
         auth_time: code.auth_time,
-        // RFC 9449 §5: a public client's refresh tokens are bound to its DPoP key (a
-        // confidential client's are already bound to its credentials).
-        dpop_jkt: dpop
-            .filter(|_| client.client_type == ClientType::Public)
-            .map(|proof| proof.jkt.as_str()),
+        dpop_jkt: grant_dpop_key(&client, dpop),
     };
     let refresh_hash = refresh_token.as_deref().map(hash_secret);
     let first = refresh_hash.as_ref().map(|hash| NewRefreshToken {
         token_hash: hash,
-        // The grant's refresh tokens never outlive it (`--grant-max-days`).
-        expires_at: now + REFRESH_TOKEN_LIFETIME.min(state.config.grant_max_age),
+        expires_at: first_refresh_expiry(state, now),
     });
     // One commit: the code is spent only together with the grant that it issues.
-    let user =
-        match redeemed.issue(&new_grant, first, now).await? {
-            Issuance::Issued(user) => *user,
-            Issuance::UserGone => return Err(OAuthError::InvalidGrant(
-                "the user no longer exists, is disabled or no longer belongs to the organization",
-            )),
-            // Another presentation redeemed the code after this one read it: this one is the
-            // replay, as it would have been had it come a moment later. It passed the checks, so
-            // it comes from the code's client within the code's lifetime.
-            Issuance::Replayed { grant_id } => {
-                revoke_for_replay(state, &tenant_id, &code.client_id, grant_id, now).await?;
-                return Err(OAuthError::InvalidGrant("the code was already used"));
-            }
-        };
+    let user = match redeemed.issue(&new_grant, first, now).await? {
+        Issuance::Issued(user) => *user,
+        Issuance::UserGone => return Err(user_gone()),
+        // Another presentation redeemed the code after this one read it: this one is the
+        // replay, as it would have been had it come a moment later. It passed the checks, so
+        // it comes from the code's client within the code's lifetime.
+        Issuance::Replayed { grant_id } => {
+            revoke_for_replay(state, &tenant_id, &code.client_id, grant_id, now).await?;
+            return Err(OAuthError::InvalidGrant("the code was already used"));
+        }
+    };
+    issue_tokens(&request, &code, &user, refresh_token).await
+}
+
+/// A code exchange, before its client is authenticated.
+struct Request<'a> {
+    state: &'a OAuthState,
+    tenant: &'a TenantStore<'a>,
+    code_hash: [u8; 32],
+    /// The id the grant gets.
+    grant_id: String,
+    redirect_uri: &'a str,
+    verifier: &'a str,
+    dpop: Option<&'a Proof>,
+    now: UnixTime,
+}
+
+/// The exchange for a client authenticated from a kept copy: one trip that redeems the code
+/// only if it passes every check and the client is still as the copy says. `None`, having
+/// spent nothing, for anything else: the caller decides it on the database's copy.
+async fn exchange_checked(
+    request: &Request<'_>,
+    client: &Client,
+) -> Result<Option<TokenResponse>, OAuthError> {
+    let Request {
+        state,
+        tenant,
+        dpop,
+        now,
+        ..
+    } = *request;
+    if dpop::require_proof(client, dpop).is_err() || !well_formed_verifier(request.verifier) {
+        return Ok(None);
+    }
+    let code_challenge = pkce::s256_challenge(request.verifier);
+    // Stored only if the code's scope holds offline_access, which the statement decides.
+    let refresh_token = state.random.token()?;
+    let refresh_hash = hash_secret(&refresh_token);
+    let presented = PresentedCode {
+        code_hash: &request.code_hash,
+        client_id: &client.client_id,
+        client_state: client.state(),
+        redirect_uri: request.redirect_uri,
+        code_challenge: &code_challenge,
+        grant_id: &request.grant_id,
+        dpop_jkt: grant_dpop_key(client, dpop),
+        refresh_token: NewRefreshToken {
+            token_hash: &refresh_hash,
+            expires_at: first_refresh_expiry(state, now),
+        },
+    };
+    match tenant.exchange_checked_code(&presented, now).await? {
+        CheckedExchange::Issued {
+            code,
+            user,
+            refresh_token_stored,
+        } => {
+            let refresh_token = refresh_token_stored.then_some(refresh_token);
+            Ok(Some(
+                issue_tokens(request, &code, &user, refresh_token).await?,
+            ))
+        }
+        CheckedExchange::UserGone => Err(user_gone()),
+        CheckedExchange::NotRedeemed => Ok(None),
+    }
+}
+
+/// The tokens of a grant just stored for a redeemed code.
+async fn issue_tokens(
+    request: &Request<'_>,
+    code: &AuthorizationCode,
+    user: &User,
+    refresh_token: Option<String>,
+) -> Result<TokenResponse, OAuthError> {
+    let tenant_id = request.tenant.id();
     let grant = Grant {
-        grant_id: grant_id.clone(),
+        grant_id: request.grant_id.clone(),
         client_id: code.client_id.clone(),
         user_id: code.user_id.clone(),
         organization_guid: code.organization_guid.clone(),
         scope: code.scope.clone(),
         auth_time: code.auth_time,
-        created_at: now,
+        created_at: request.now,
         revoked_at: None,
         sid: code.sid.clone(),
         amr: code.amr.clone(),
@@ -138,13 +235,31 @@ pub async fn exchange_code(
         tenant: tenant_id.as_str(),
         grant: &grant,
         scope: &code.scope,
-        user: &user,
+        user,
         nonce: code.nonce.as_deref(),
         refresh_token: refresh_token.map(|secret| format!("{tenant_id}.{secret}")),
-        dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
+        dpop_jkt: request.dpop.map(|proof| proof.jkt.as_str()),
     };
-    tracing::info!(tenant = %tenant_id, client_id = %client.client_id, sub = %user.user_id, "authorization code exchanged");
-    issue::mint(state, issue, now).await
+    tracing::info!(tenant = %tenant_id, client_id = %code.client_id, sub = %user.user_id, "authorization code exchanged");
+    issue::mint(request.state, issue, request.now).await
+}
+
+/// RFC 9449 §5: a public client's refresh tokens are bound to its DPoP key (a confidential
+/// client's are already bound to its credentials).
+fn grant_dpop_key<'p>(client: &Client, dpop: Option<&'p Proof>) -> Option<&'p str> {
+    dpop.filter(|_| client.client_type == ClientType::Public)
+        .map(|proof| proof.jkt.as_str())
+}
+
+/// The grant's refresh tokens never outlive it (`--grant-max-days`).
+fn first_refresh_expiry(state: &OAuthState, now: UnixTime) -> UnixTime {
+    now + REFRESH_TOKEN_LIFETIME.min(state.config.grant_max_age)
+}
+
+fn user_gone() -> OAuthError {
+    OAuthError::InvalidGrant(
+        "the user no longer exists, is disabled or no longer belongs to the organization",
+    )
 }
 
 /// How long after its expiry a used code presented again still revokes what it issued.
@@ -231,11 +346,7 @@ fn check_code(
 
 /// RFC 7636 §4.1 and §4.6: 43 to 128 unreserved characters whose S256 is the challenge.
 fn check_verifier(verifier: &str, challenge: &str) -> Result<(), OAuthError> {
-    let well_formed = (43..=128).contains(&verifier.len())
-        && verifier
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
-    if !well_formed {
+    if !well_formed_verifier(verifier) {
         return Err(OAuthError::InvalidGrant(
             "code_verifier must be 43 to 128 unreserved characters",
         ));
@@ -247,6 +358,14 @@ fn check_verifier(verifier: &str, challenge: &str) -> Result<(), OAuthError> {
             "code_verifier does not match the code_challenge",
         )),
     }
+}
+
+/// RFC 7636 §4.1: 43 to 128 unreserved characters.
+fn well_formed_verifier(verifier: &str) -> bool {
+    (43..=128).contains(&verifier.len())
+        && verifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
 pub(super) fn required<'p>(params: &'p Params, name: &'static str) -> Result<&'p str, OAuthError> {

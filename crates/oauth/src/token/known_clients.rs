@@ -1,10 +1,11 @@
 //! The clients a node authenticated at its token endpoint lately, kept in memory so that a
-//! refresh is one statement (the rotation) rather than two.
+//! refresh is one statement (the rotation) rather than two, and a code exchange one trip
+//! (the redemption, which then also makes the code's checks) rather than two.
 //!
-//! A kept copy is only a guess: the rotation's statement requires the client to be enabled
-//! and still in the state the copy was read in (`created_at` and `revision`, which every
-//! change of a client raises, on any node), and a refusal finds a changed client before it
-//! decides anything. So a disabled client, a rotated secret or a changed setting takes
+//! A kept copy is only a guess: the rotation's statement and the redemption's require the
+//! client to be enabled and still in the state the copy was read in (`created_at` and
+//! `revision`, which every change of a client raises, on any node), and a refusal finds a
+//! changed client before it decides anything. So a disabled client, a rotated secret or a changed setting takes
 //! effect at the next request, on every node, as if nothing were kept. Only clients that
 //! authenticated are kept: an unknown id or a wrong secret is looked up every time.
 
