@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyPool, ConnectOptions, Connection, Executor, Row};
+use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor, Row};
 
 use crate::error::StoreError;
 use crate::tenant::{TenantId, TenantStore};
@@ -17,6 +17,11 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Every SQLite connection's settings (why each: [`Database::open`]).
+const SQLITE_PRAGMAS: &str = "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
+     PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0; \
+     PRAGMA journal_size_limit = 268435456;";
 const SLOW_STATEMENT: Duration = Duration::from_secs(5);
 /// 64 MiB of 4 KiB pages: a log this long is restarted by the next checkpoint (under full
 /// load, at every checkpoint).
@@ -60,6 +65,13 @@ pub(crate) struct Database {
     name: Arc<str>,
     /// SQLite's one writer at a time, taken by each transaction ([`crate::tenant::Transaction`]).
     writer: Arc<tokio::sync::Mutex<()>>,
+    /// SQLite's PASSIVE checkpoints run on a connection of their own, opened at the first and
+    /// kept, never on the pool's: the pool has one connection on a small machine, and a
+    /// checkpoint (which syncs the log and the database file) held it for milliseconds every
+    /// second, while every request waited behind it. A checkpoint does not block writers on
+    /// other connections, nor change what their page caches hold.
+    checkpointer: Arc<tokio::sync::Mutex<Option<AnyConnection>>>,
+    options: AnyConnectOptions,
 }
 
 /// Where each tenant lives: shard names with their database URLs, and the tenants placed on
@@ -216,10 +228,7 @@ impl Store {
                 continue;
             }
             self.count_statement();
-            let (_busy, wal_pages, copied_pages): (i64, i64, i64) =
-                sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
-                    .fetch_one(&database.pool)
-                    .await?;
+            let (wal_pages, copied_pages) = database.passive_checkpoint().await?;
             let (mut wal_pages, mut copied_pages) = (pages(wal_pages), pages(copied_pages));
             if wal_pages >= self.restart_log_pages {
                 let (restarted, held) = self.restart_log(database).await?;
@@ -252,9 +261,7 @@ impl Store {
         database: &Database,
     ) -> Result<(Option<(u64, u64)>, Duration), StoreError> {
         self.count_statement();
-        sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&database.pool)
-            .await?;
+        database.passive_checkpoint().await?;
         // The turn before the connection, as every writer takes them: a pool of one
         // connection would otherwise deadlock with a writer that holds the turn and waits
         // for that connection.
@@ -282,6 +289,20 @@ impl Store {
     #[cfg(feature = "testing")]
     pub fn restart_log_after(&mut self, pages: u64) {
         self.restart_log_pages = pages;
+    }
+
+    /// Takes every connection of the default database's pool and holds them until the
+    /// returned value is dropped: for a test of what must not wait for the pool.
+    #[cfg(feature = "testing")]
+    pub async fn hold_every_connection(
+        &self,
+    ) -> Result<Vec<sqlx::pool::PoolConnection<sqlx::Any>>, StoreError> {
+        let pool = &self.default.pool;
+        let mut held = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            held.push(pool.acquire().await?);
+        }
+        Ok(held)
     }
 
     /// How full each pool is.
@@ -363,19 +384,12 @@ impl Database {
                         // auto_vacuum first: it only takes on a file without tables (a new
                         // one), which then gives the pages a clean-up frees back to the file
                         // system (`Store::clean_up`); an older file ignores it.
-                        conn.execute(
-                            "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; \
-                             PRAGMA synchronous = NORMAL; \
-                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; \
-                             PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0; \
-                             PRAGMA journal_size_limit = 268435456;",
-                        )
-                        .await?;
+                        conn.execute(SQLITE_PRAGMAS).await?;
                     }
                     Ok(())
                 })
             })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(StoreError::Unavailable)?;
         let migrator = match backend {
@@ -390,7 +404,35 @@ impl Database {
             backend,
             name: Arc::from(name),
             writer: Arc::default(),
+            checkpointer: Arc::default(),
+            options,
         })
+    }
+
+    /// `wal_checkpoint(PASSIVE)` on the checkpoints' own connection: the log's pages and how
+    /// many of them are now in the database file. A connection that fails is closed and
+    /// opened again at the next checkpoint.
+    async fn passive_checkpoint(&self) -> Result<(i64, i64), StoreError> {
+        let mut slot = self.checkpointer.lock().await;
+        let conn = match slot.take() {
+            Some(conn) => conn,
+            None => {
+                let mut conn = AnyConnection::connect_with(&self.options)
+                    .await
+                    .map_err(StoreError::Unavailable)?;
+                conn.execute(SQLITE_PRAGMAS).await?;
+                conn
+            }
+        };
+        let conn = slot.insert(conn);
+        let checkpoint = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(&mut *conn)
+            .await;
+        if checkpoint.is_err() {
+            *slot = None;
+        }
+        let (_busy, wal_pages, copied_pages): (i64, i64, i64) = checkpoint?;
+        Ok((wal_pages, copied_pages))
     }
 
     pub(crate) fn pool(&self) -> &AnyPool {

@@ -88,9 +88,7 @@ fn user(id: &str) -> NewUser<'_> {
 
 /// A writer reuses the log from its start only after a checkpoint copied all of it, so under
 /// writes without a pause from another connection the log grows for as long as they last,
-/// unless the checkpoint restarts it. (The store's own writes cannot make it grow: its pool
-/// has one connection, so a checkpoint never runs while one of its commits is under way.)
-/// The writer here is another store on the same file, as the CLI or a second process beside
+/// unless the checkpoint restarts it. The writer here is another store on the same file, as the CLI or a second process beside
 /// a server; it never waits for the checkpoints and takes no turn of this store's, so during
 /// a restart it waits in SQLite's busy handler and must not fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,6 +161,36 @@ async fn a_log_written_without_a_pause_is_restarted() {
             .unwrap();
         assert!(found.is_some(), "{name} of {written} is missing");
     }
+}
+
+/// A checkpoint runs on a connection of its own: with every pooled connection taken (the
+/// pool has one on a small machine, and a request may hold it), it neither waits for one nor
+/// makes the requests wait behind its sync of the files.
+#[tokio::test]
+async fn a_checkpoint_needs_no_pooled_connection() {
+    let db = TestDatabase::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let tenant = TenantId::parse("held").unwrap();
+    store.create_tenant(&tenant, "held", NOW).await.unwrap();
+    let held = store.hold_every_connection().await.unwrap();
+    let checkpoint = tokio::time::timeout(Duration::from_secs(2), store.checkpoint())
+        .await
+        .expect("the checkpoint waited for a pooled connection")
+        .unwrap();
+    assert_eq!(checkpoint.copied_pages, checkpoint.wal_pages);
+    assert!(
+        checkpoint.wal_pages > 0,
+        "the tenant's pages were in the log"
+    );
+    drop(held);
+    // And again, on the connection it kept.
+    store
+        .tenant(&tenant)
+        .create_user(&user("u1"), NOW)
+        .await
+        .unwrap();
+    let again = store.checkpoint().await.unwrap();
+    assert_eq!(again.copied_pages, again.wal_pages);
 }
 
 #[tokio::test]
