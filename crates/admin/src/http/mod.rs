@@ -13,11 +13,13 @@ mod password_links;
 mod tenants;
 mod users;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use axum::body::Bytes;
+use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use jose::Clock;
 use oauth::RandomSource;
 use store::Store;
@@ -135,16 +137,35 @@ fn problems_as_problem_json(mut document: utoipa::openapi::OpenApi) -> utoipa::o
 /// The admin API's routes, `/admin/v1/openapi.json` included. The caller adds the probes and
 /// the layers every listener has.
 pub fn router(state: AdminState) -> Router {
-    let (router, document) = routes().split_for_parts();
-    let document = Arc::new(problems_as_problem_json(document));
+    // The document built with the routes is dropped: it is built again, and kept as the
+    // JSON it is served as, on its first request, so a server nobody asked for it holds
+    // none of it (docs/performance.md, Memory).
+    let (router, _) = routes().split_for_parts();
     router
-        .route(
-            OPENAPI_PATH,
-            get(move || {
-                let document = Arc::clone(&document);
-                async move { Json(document.as_ref().clone()).into_response() }
-            }),
-        )
+        .route(OPENAPI_PATH, get(serve_openapi))
         .fallback(|| async { crate::AdminError::NotFound("resource").into_response() })
         .with_state(state)
+}
+
+async fn serve_openapi() -> axum::response::Response {
+    static DOCUMENT: OnceLock<Result<Bytes, String>> = OnceLock::new();
+    let document = DOCUMENT.get_or_init(|| {
+        serde_json::to_vec(&openapi())
+            .map(Bytes::from)
+            .map_err(|error| error.to_string())
+    });
+    match document {
+        Ok(json) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            json.clone(),
+        )
+            .into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot serialize the admin API's OpenAPI document");
+            crate::AdminError::Internal.into_response()
+        }
+    }
 }
