@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor, Row};
+use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
 use crate::error::StoreError;
 use crate::tenant::{TenantId, TenantStore};
@@ -26,9 +26,15 @@ const SLOW_STATEMENT: Duration = Duration::from_secs(5);
 /// 64 MiB of 4 KiB pages: a log this long is restarted by the next checkpoint (under full
 /// load, at every checkpoint).
 const RESTART_LOG_PAGES: u64 = 16_384;
-/// A restart waits at most 100 ms for the log's last readers (its own busy timeout), then
-/// checkpoints; one trip to the connection's thread.
-const RESTART_LOG: &str = "PRAGMA busy_timeout = 100; PRAGMA wal_checkpoint(RESTART);";
+/// SQLite's checkpoint modes that the store runs.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Copies what no reader still needs; waits for nothing.
+    Passive,
+    /// Copies all, then waits (at most the checkpoints' busy timeout, 100 ms) until no
+    /// reader uses the log, so that the next writer starts it over.
+    Restart,
+}
 /// A pooled connection idle this long is pinged before it is handed out; one used moments
 /// ago is not (as HikariCP's alive-bypass window). sqlx's default pings on every acquire:
 /// a round trip to PostgreSQL, or a hop to SQLite's thread, before each statement of a
@@ -228,7 +234,7 @@ impl Store {
                 continue;
             }
             self.count_statement();
-            let (wal_pages, copied_pages) = database.passive_checkpoint().await?;
+            let (_, wal_pages, copied_pages) = database.checkpoint_log(Mode::Passive).await?;
             let (mut wal_pages, mut copied_pages) = (pages(wal_pages), pages(copied_pages));
             if wal_pages >= self.restart_log_pages {
                 let (restarted, held) = self.restart_log(database).await?;
@@ -248,40 +254,28 @@ impl Store {
     /// still reads from it, so that the next writer starts the log over. It holds the
     /// process's turn to write, so the store's transactions wait in line instead of in
     /// SQLite's busy handler; other writers wait in that handler for as long as it runs. It
-    /// waits at most 100 ms for a reader ([`RESTART_LOG`]): a busy log is tried again at the
+    /// waits at most 100 ms for a reader ([`Mode::Restart`]): a busy log is tried again at the
     /// next checkpoint, and `None` says so. Also returns how long it held the turn.
     ///
     /// Everything it can do without the turn comes first: a PASSIVE checkpoint of what was
     /// written since the one that found the log long, so that little is left to copy while
-    /// writers wait. The connection of the restart is closed afterwards, never returned to
-    /// the pool with the short busy timeout, even when the call is dropped mid-way (as at
-    /// shutdown).
+    /// writers wait. Both run on the checkpoints' own connection, so the pool's connection
+    /// keeps its page cache and readers go on meanwhile.
     async fn restart_log(
         &self,
         database: &Database,
     ) -> Result<(Option<(u64, u64)>, Duration), StoreError> {
         self.count_statement();
-        database.passive_checkpoint().await?;
-        // The turn before the connection, as every writer takes them: a pool of one
-        // connection would otherwise deadlock with a writer that holds the turn and waits
-        // for that connection.
+        database.checkpoint_log(Mode::Passive).await?;
         let turn = database.writer.lock().await;
         let held = std::time::Instant::now();
-        let mut conn = database.pool.acquire().await?;
-        conn.close_on_drop();
         self.count_statement();
-        let rows = sqlx::query(RESTART_LOG).fetch_all(&mut *conn).await;
+        let restart = database.checkpoint_log(Mode::Restart).await;
         let held = held.elapsed();
         drop(turn);
-        // The pragma that sets the busy timeout may answer with a row of its own.
-        let Some(row) = rows?.into_iter().find(|row| row.len() == 3) else {
-            return Ok((None, held));
-        };
-        let busy: i64 = row.try_get(0)?;
-        let wal_pages: i64 = row.try_get(1)?;
-        let copied_pages: i64 = row.try_get(2)?;
+        let (busy, wal_pages, copied_pages) = restart?;
         let counted = (pages(wal_pages), pages(copied_pages));
-        Ok(((busy == 0).then_some(counted), held))
+        Ok(((!busy).then_some(counted), held))
     }
 
     /// Restarts a write-ahead log from this many pages on, not at the first chance: a restart
@@ -409,10 +403,11 @@ impl Database {
         })
     }
 
-    /// `wal_checkpoint(PASSIVE)` on the checkpoints' own connection: the log's pages and how
-    /// many of them are now in the database file. A connection that fails is closed and
-    /// opened again at the next checkpoint.
-    async fn passive_checkpoint(&self) -> Result<(i64, i64), StoreError> {
+    /// A checkpoint (`PASSIVE` or `RESTART`) on the checkpoints' own connection: whether it
+    /// was kept from finishing by a reader or writer, the log's pages, and how many of them
+    /// are now in the database file. A connection that fails is closed and opened again at
+    /// the next checkpoint.
+    async fn checkpoint_log(&self, mode: Mode) -> Result<(bool, i64, i64), StoreError> {
         let mut slot = self.checkpointer.lock().await;
         let conn = match slot.take() {
             Some(conn) => conn,
@@ -420,19 +415,24 @@ impl Database {
                 let mut conn = AnyConnection::connect_with(&self.options)
                     .await
                     .map_err(StoreError::Unavailable)?;
+                // A PASSIVE checkpoint never waits; a RESTART waits this long at most for
+                // the log's last readers, and is tried again at the next checkpoint.
                 conn.execute(SQLITE_PRAGMAS).await?;
+                conn.execute("PRAGMA busy_timeout = 100").await?;
                 conn
             }
         };
         let conn = slot.insert(conn);
-        let checkpoint = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
-            .fetch_one(&mut *conn)
-            .await;
+        let statement = match mode {
+            Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+            Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+        };
+        let checkpoint = sqlx::query_as(statement).fetch_one(&mut *conn).await;
         if checkpoint.is_err() {
             *slot = None;
         }
-        let (_busy, wal_pages, copied_pages): (i64, i64, i64) = checkpoint?;
-        Ok((wal_pages, copied_pages))
+        let (busy, wal_pages, copied_pages): (i64, i64, i64) = checkpoint?;
+        Ok((busy != 0, wal_pages, copied_pages))
     }
 
     pub(crate) fn pool(&self) -> &AnyPool {
