@@ -152,17 +152,23 @@ fn holds_offline_access(scope: &str, backend: Backend) -> String {
     }
 }
 
-/// PostgreSQL's: the redemption, the grant and its first refresh token in data-modifying
-/// CTEs; the one row holds the code as redeemed and the user (`NULL` when no grant was
-/// named), and there is no row when the code did not pass.
-static POSTGRES_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
-    let member_grant_id = member_grant_id(
+/// The grant id the redemption records ([`member_grant_id`]), for the user and organization
+/// of the code's own row.
+fn redeemed_grant_id() -> String {
+    member_grant_id(
         "$4",
         "$2",
         "authorization_codes.user_id",
         "authorization_codes.organization_guid",
         "$5",
-    );
+    )
+}
+
+/// PostgreSQL's: the redemption, the grant and its first refresh token in data-modifying
+/// CTEs; the one row holds the code as redeemed and the user (`NULL` when no grant was
+/// named), and there is no row when the code did not pass.
+static POSTGRES_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
+    let member_grant_id = redeemed_grant_id();
     let offline = |scope| holds_offline_access(scope, Backend::Postgres);
     format!(
         "WITH redeemed AS ( \
@@ -195,13 +201,7 @@ static POSTGRES_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
 /// holds; the grant and its refresh token are inserted only where the redemption named this
 /// presentation's grant id.
 static SQLITE_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
-    let member_grant_id = member_grant_id(
-        "$4",
-        "$2",
-        "authorization_codes.user_id",
-        "authorization_codes.organization_guid",
-        "$5",
-    );
+    let member_grant_id = redeemed_grant_id();
     let offline = |scope| holds_offline_access(scope, Backend::Sqlite);
     // Read only where the redemption named the grant, as PostgreSQL's join does.
     let user = |column: &str, alias: &str| {

@@ -388,3 +388,11 @@ pub async fn signs_in(app: &TestApp, password: &str) -> bool {
     let answer = sign_in(app, &browser, &page, "alice", password).await;
     answer.text().await.unwrap().contains("name=\"decision\"")
 }
+
+/// A change of a client that makes it require DPoP-bound access tokens, or no longer.
+pub fn requiring_dpop(required: bool) -> store::ClientChanges<'static> {
+    store::ClientChanges {
+        dpop_bound_access_tokens: Some(required),
+        ..store::ClientChanges::default()
+    }
+}

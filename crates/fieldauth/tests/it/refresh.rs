@@ -4,8 +4,8 @@
 use store::testing::TestDatabase;
 
 use crate::flow::{
-    assert_oauth_error, code_for, exchange, jwt_parts, seed, token_request, CLIENT_ID, TENANT,
-    WEB_CLIENT, WEB_SECRET,
+    assert_oauth_error, code_for, exchange, jwt_parts, requiring_dpop, seed, token_request,
+    CLIENT_ID, TENANT, WEB_CLIENT, WEB_SECRET,
 };
 use crate::helpers::{assert_ok, assert_refused, on_both_backends, TestApp};
 use crate::node_support::userinfo;
@@ -271,17 +271,13 @@ async fn a_refresh_is_one_statement_and_sees_every_change_of_its_client(db: Test
 
     let tenant_id = store::TenantId::parse(TENANT).unwrap();
     let tenant = app.store.tenant(&tenant_id);
-    let require_dpop = |required| store::ClientChanges {
-        dpop_bound_access_tokens: Some(required),
-        ..store::ClientChanges::default()
-    };
     tenant
-        .update_client(CLIENT_ID, &require_dpop(true), None)
+        .update_client(CLIENT_ID, &requiring_dpop(true), None)
         .await
         .unwrap();
     assert_oauth_error(refresh(&app, &third, &[]).await, 400, "invalid_dpop_proof").await;
     tenant
-        .update_client(CLIENT_ID, &require_dpop(false), None)
+        .update_client(CLIENT_ID, &requiring_dpop(false), None)
         .await
         .unwrap();
     let fourth = refreshed(&app, &third).await["refresh_token"]

@@ -10,8 +10,9 @@ use openidconnect::{
 use store::testing::TestDatabase;
 
 use crate::flow::{
-    self, assert_oauth_error, code_for, exchange, jwt_parts, location_params, param, seed,
-    token_request, CLIENT_ID, REDIRECT_URI, TENANT, VERIFIER, WEB_CLIENT, WEB_SECRET,
+    self, assert_oauth_error, code_for, exchange, jwt_parts, location_params, param,
+    requiring_dpop, seed, token_request, CLIENT_ID, REDIRECT_URI, TENANT, VERIFIER, WEB_CLIENT,
+    WEB_SECRET,
 };
 use crate::helpers::{on_both_backends, TestApp};
 use crate::node_support::userinfo;
@@ -589,23 +590,10 @@ async fn a_used_code_revokes_only_until_ten_minutes_after_its_expiry(db: TestDat
     let late = code_for(&app, &browser, &scope).await;
     let soon_tokens = exchange(&app, &soon).await;
     let late_tokens = exchange(&app, &late).await;
-    let present = |code: String| {
-        let app = &app;
-        async move {
-            let fields = [
-                ("grant_type", "authorization_code"),
-                ("code", code.as_str()),
-                ("redirect_uri", REDIRECT_URI),
-                ("code_verifier", VERIFIER),
-                ("client_id", CLIENT_ID),
-            ];
-            token_request(app, &fields, None).await
-        }
-    };
 
     // Both codes expired 60 s after they were issued; the last second of the window.
     app.clock.advance(60 + 599);
-    assert_oauth_error(present(soon).await, 400, "invalid_grant").await;
+    assert_oauth_error(present(&app, &soon, VERIFIER).await, 400, "invalid_grant").await;
     assert_oauth_error(
         refreshed_by(&app, &soon_tokens, None).await,
         400,
@@ -614,7 +602,7 @@ async fn a_used_code_revokes_only_until_ten_minutes_after_its_expiry(db: TestDat
     .await;
 
     app.clock.advance(1);
-    assert_oauth_error(present(late).await, 400, "invalid_grant").await;
+    assert_oauth_error(present(&app, &late, VERIFIER).await, 400, "invalid_grant").await;
     let rotated = refreshed_by(&app, &late_tokens, None).await;
     assert_eq!(rotated.status(), 200, "the late replay revoked nothing");
     assert_eq!(
@@ -703,48 +691,31 @@ async fn an_exchange_by_a_kept_client_is_one_trip_and_refuses_as_any_other(db: T
     }
     assert_eq!(fewest, 1, "statements of an exchange by a kept client");
 
-    let present = |code: String, verifier: &'static str| {
-        let app = &app;
-        async move {
-            let fields = [
-                ("grant_type", "authorization_code"),
-                ("code", code.as_str()),
-                ("redirect_uri", REDIRECT_URI),
-                ("code_verifier", verifier),
-                ("client_id", CLIENT_ID),
-            ];
-            token_request(app, &fields, None).await
-        }
-    };
     // A wrong verifier spends the code: the right one then finds it used.
     let code = code_for(&app, &browser, &[]).await;
     let wrong = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-    assert_oauth_error(present(code.clone(), wrong).await, 400, "invalid_grant").await;
-    assert_oauth_error(present(code, VERIFIER).await, 400, "invalid_grant").await;
+    assert_oauth_error(present(&app, &code, wrong).await, 400, "invalid_grant").await;
+    assert_oauth_error(present(&app, &code, VERIFIER).await, 400, "invalid_grant").await;
 
     let tenant_id = store::TenantId::parse(TENANT).unwrap();
     let tenant = app.store.tenant(&tenant_id);
-    let require_dpop = |required| store::ClientChanges {
-        dpop_bound_access_tokens: Some(required),
-        ..store::ClientChanges::default()
-    };
     tenant
-        .update_client(CLIENT_ID, &require_dpop(true), None)
+        .update_client(CLIENT_ID, &requiring_dpop(true), None)
         .await
         .unwrap();
     let code = code_for(&app, &browser, &[]).await;
     assert_oauth_error(
-        present(code.clone(), VERIFIER).await,
+        present(&app, &code, VERIFIER).await,
         400,
         "invalid_dpop_proof",
     )
     .await;
     tenant
-        .update_client(CLIENT_ID, &require_dpop(false), None)
+        .update_client(CLIENT_ID, &requiring_dpop(false), None)
         .await
         .unwrap();
     // The refusal for the proof spent nothing.
-    let tokens: serde_json::Value = present(code, VERIFIER).await.json().await.unwrap();
+    let tokens: serde_json::Value = present(&app, &code, VERIFIER).await.json().await.unwrap();
     assert!(tokens["access_token"].is_string(), "{tokens}");
 
     let code = code_for(&app, &browser, &[]).await;
@@ -752,6 +723,18 @@ async fn an_exchange_by_a_kept_client_is_one_trip_and_refuses_as_any_other(db: T
         .disable_client(CLIENT_ID, app.clock_now())
         .await
         .unwrap();
-    assert_oauth_error(present(code, VERIFIER).await, 401, "invalid_client").await;
+    assert_oauth_error(present(&app, &code, VERIFIER).await, 401, "invalid_client").await;
     app.stop().await;
+}
+
+/// A code exchange of the public client `spa` with this verifier, whatever its answer.
+async fn present(app: &TestApp, code: &str, verifier: &str) -> reqwest::Response {
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", REDIRECT_URI),
+        ("code_verifier", verifier),
+        ("client_id", CLIENT_ID),
+    ];
+    token_request(app, &fields, None).await
 }
