@@ -1956,6 +1956,41 @@ async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: S
     assert!(tenant.find_refresh_token(b"r2").await.unwrap().is_none());
     assert!(tenant.find_grant("g2").await.unwrap().is_some());
 
+    // RFC 9449 §5: a public client's grant bound to its DPoP key refreshes only with it.
+    tenant
+        .create_authorization_code(&code(b"c5"), NOW)
+        .await
+        .unwrap();
+    let bound = PresentedCode {
+        code_hash: b"c5",
+        grant_id: "g5",
+        dpop_jkt: Some("jkt-1"),
+        refresh_token: refresh(b"r5"),
+        ..passing
+    };
+    assert!(matches!(
+        exchange(bound, NOW + 1).await,
+        CheckedExchange::Issued { .. }
+    ));
+    let rotate = |jkt| {
+        let tenant = &tenant;
+        async move {
+            let client = RefreshingClient {
+                dpop_jkt: jkt,
+                ..RefreshingClient::new("web", 0)
+            };
+            tenant
+                .rotate_refresh_token(b"r5", client, refresh(b"r6"), MAX_AGE, NOW + 2)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(rotate(None).await, RefreshRotation::WrongKey);
+    assert!(matches!(
+        rotate(Some("jkt-1")).await,
+        RefreshRotation::Rotated(..)
+    ));
+
     // A user no longer a member: the code is spent without a grant.
     tenant
         .create_authorization_code(&code(b"c3"), NOW)
