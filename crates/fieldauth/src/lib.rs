@@ -185,6 +185,7 @@ async fn serve_until_signal(
             // The demo stays zero-setup and quiet; a real deployment hears it at every start.
             tracing::warn!("signing keys are stored in clear in the database: start with --key-encryption-key-file to seal them (docs/deployment.md)");
         }
+        serve::warn_without_autovacuum(&store).await;
         let listeners = serve::bind_listeners(config).await?;
         let server = serve::start_on(config, listeners, store.clone(), clock).await?;
         shutdown_signal().await;

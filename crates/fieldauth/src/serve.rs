@@ -376,6 +376,22 @@ async fn reload_keys(
     }
 }
 
+/// A PostgreSQL database without autovacuum is heard of at every start: its statistics stay
+/// those of the last `ANALYZE`, and plans made for tables that were nearly empty then read
+/// whole tables once they have grown (a refresh read every grant of its client in the soak,
+/// docs/performance.md). Nothing stops the start: the operator may run `ANALYZE` on a
+/// schedule of their own.
+pub async fn warn_without_autovacuum(store: &Store) {
+    match store.autovacuum_off().await {
+        Ok(databases) => {
+            for database in databases {
+                tracing::warn!(%database, "PostgreSQL's autovacuum is off: nothing keeps the planner's statistics up with the tables' growth; turn it on or run ANALYZE regularly (docs/deployment.md)");
+            }
+        }
+        Err(error) => tracing::warn!(error = %error, "cannot read PostgreSQL's autovacuum setting"),
+    }
+}
+
 /// How often the SQLite write-ahead log is copied into the database: often enough that each
 /// copy is small, rarely enough that the copy's fsync is not a cost. Under steady writes the
 /// log is still only reused from its start when the store restarts it (past 64 MiB).

@@ -219,6 +219,27 @@ impl Store {
         Ok(())
     }
 
+    /// The databases whose PostgreSQL runs without autovacuum: nothing then keeps the
+    /// planner's statistics up with the tables' growth, and a plan made while a table was
+    /// nearly empty can come to read all of it for one row (docs/deployment.md). None on
+    /// SQLite, which plans without statistics.
+    pub async fn autovacuum_off(&self) -> Result<Vec<String>, StoreError> {
+        let mut off = Vec::new();
+        for database in self.databases() {
+            if database.backend != Backend::Postgres {
+                continue;
+            }
+            self.count_statement();
+            let setting: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+                .fetch_one(&database.pool)
+                .await?;
+            if setting != "on" {
+                off.push(database.name().to_owned());
+            }
+        }
+        Ok(off)
+    }
+
     /// Copies what the SQLite write-ahead logs hold into their database files. PASSIVE: it
     /// neither waits for nor blocks readers and writers, so it copies what no reader still
     /// needs and the rest next time. Nothing to do on PostgreSQL.

@@ -278,3 +278,32 @@ async fn json_logs_name_the_tenant_and_only_a_registered_client() {
         assert!(entry["span"].get("client_id").is_none(), "{entry}");
     }
 }
+
+crate::helpers::on_both_backends!(serve_warns_at_start_when_postgresql_runs_without_autovacuum);
+
+/// docs/deployment.md (Database): a PostgreSQL without autovacuum keeps the statistics of
+/// its last `ANALYZE`, and plans made for nearly empty tables come to read whole tables.
+/// `serve` says so at every start, and says nothing of it otherwise (SQLite plans without
+/// statistics). The test's PostgreSQL decides which of the two is checked.
+async fn serve_warns_at_start_when_postgresql_runs_without_autovacuum(db: TestDatabase) {
+    let autovacuum_off = if db.url.starts_with("postgres") {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        let setting: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        setting != "on"
+    } else {
+        false
+    };
+    crate::node_support::prepare(&db).await;
+    let cluster = crate::node_support::Cluster::start(db, 1, &[]).await;
+    let logs = cluster.node(0).logs();
+    assert_eq!(
+        logs.contains("PostgreSQL's autovacuum is off"),
+        autovacuum_off,
+        "{logs}"
+    );
+}
