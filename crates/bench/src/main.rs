@@ -443,16 +443,27 @@ async fn measure(
                 .await?;
     }
     if let Some(settings) = &plan.soak {
-        if let Some(url) = &statistics {
-            workloads::analyze(url).await?;
-        }
+        let stand_in = match &statistics {
+            Some(url) => {
+                workloads::analyze(url).await?;
+                soak::statistics::StandIn::start_if_off(url, backend.name()).await?
+            }
+            None => None,
+        };
         let mix = soak::Mix {
             target,
             work_orders: Arc::new(work_orders),
         };
         let mut size = database_size::DatabaseSize::open(database_url).await?;
-        let report = soak::run(settings, &mix, server, &mut size, backend.name()).await?;
-        return Ok((Vec::new(), Some(report)));
+        let report = soak::run(settings, &mix, server, &mut size, backend.name()).await;
+        if let Some(stand_in) = stand_in {
+            let analyzed = stand_in.stop().await?;
+            eprintln!(
+                "{}: the bench ran ANALYZE on {analyzed} tables during the soak",
+                backend.name()
+            );
+        }
+        return Ok((Vec::new(), Some(report?)));
     }
     let shared = Shared {
         target,

@@ -5,6 +5,7 @@
 
 mod mix;
 mod report;
+pub mod statistics;
 
 use std::time::Duration;
 
