@@ -515,13 +515,19 @@ async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestD
                 .unwrap();
         }
     }
-    let query = "query($n: Int) { jobs(first: $n) { totalCount nodes { title workOrder { number customer { name } }
-        assignments { assignedAt employee { name shifts { startsAt } } } } } }";
-    let count = |n: i64| {
-        let (app, token) = (&app, &token);
+    // Each run a new query (another alias), so the response cache never answers it.
+    let query = |run: usize| {
+        format!(
+            "query($n: Int) {{ run{run}: __typename jobs(first: $n) {{ totalCount nodes {{ title
+        workOrder {{ number customer {{ name }} }}
+        assignments {{ assignedAt employee {{ name shifts {{ startsAt }} }} }} }} }} }}"
+        )
+    };
+    let count = |n: i64, run: usize| {
+        let (app, token, query) = (&app, &token, query(run));
         async move {
             let before = app.store.statements_executed();
-            let data = ok(app, token, query, json!({ "n": n })).await;
+            let data = ok(app, token, &query, json!({ "n": n })).await;
             let spent = app.store.statements_executed() - before;
             let nodes = data["jobs"]["nodes"].as_array().unwrap().clone();
             assert_eq!(nodes.len() as i64, n);
@@ -532,8 +538,14 @@ async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestD
             spent
         }
     };
-    let five = count(5).await;
-    let fifty = count(50).await;
+    // The counter is the store's, which the server's background tasks (the checkpoints
+    // every second, the key reload) share: the fewest of three runs is the query's own.
+    let mut five = u64::MAX;
+    let mut fifty = u64::MAX;
+    for run in 0..3 {
+        five = five.min(count(5, 2 * run).await);
+        fifty = fifty.min(count(50, 2 * run + 1).await);
+    }
     eprintln!("statements: 5 jobs {five}, 50 jobs {fifty}");
     // grant check, organization-free list, count, then one batch per nested level:
     // work orders, customers, assignments, employees, shifts. The key reload may add one.
