@@ -1826,6 +1826,14 @@ async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: S
         dpop_jkt: None,
         refresh_token: refresh(b"r1"),
     };
+    // Another code of the client, presented as `passing` is, with a grant and token of its own.
+    let another =
+        |code_hash: &'static [u8], grant_id: &'static str, token: &'static [u8]| PresentedCode {
+            code_hash,
+            grant_id,
+            refresh_token: refresh(token),
+            ..passing
+        };
     let exchange = |presented: PresentedCode<'static>, now: i64| {
         let tenant = &tenant;
         async move { tenant.exchange_checked_code(&presented, now).await.unwrap() }
@@ -1939,12 +1947,7 @@ async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: S
         )
         .await
         .unwrap();
-    let online = PresentedCode {
-        code_hash: b"c2",
-        grant_id: "g2",
-        refresh_token: refresh(b"r2"),
-        ..passing
-    };
+    let online = another(b"c2", "g2", b"r2");
     let CheckedExchange::Issued {
         refresh_token_stored,
         ..
@@ -1962,11 +1965,8 @@ async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: S
         .await
         .unwrap();
     let bound = PresentedCode {
-        code_hash: b"c5",
-        grant_id: "g5",
         dpop_jkt: Some("jkt-1"),
-        refresh_token: refresh(b"r5"),
-        ..passing
+        ..another(b"c5", "g5", b"r5")
     };
     assert!(matches!(
         exchange(bound, NOW + 1).await,
@@ -1997,12 +1997,7 @@ async fn a_checked_exchange_redeems_only_a_code_that_passes_every_check(store: S
         .await
         .unwrap();
     tenant.remove_membership("u1", "org-a").await.unwrap();
-    let gone = PresentedCode {
-        code_hash: b"c3",
-        grant_id: "g3",
-        refresh_token: refresh(b"r3"),
-        ..passing
-    };
+    let gone = another(b"c3", "g3", b"r3");
     assert_eq!(exchange(gone, NOW + 1).await, CheckedExchange::UserGone);
     assert_eq!(replay(&tenant, b"c3", NOW + 1).await, None);
     assert!(tenant.find_grant("g3").await.unwrap().is_none());
