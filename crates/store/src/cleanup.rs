@@ -7,12 +7,12 @@
 //! applies it. A table is cleaned by one line of [`RULES`].
 
 use sqlx::any::AnyArguments;
-use sqlx::pool::PoolConnection;
 use sqlx::query::{Query, QueryScalar};
-use sqlx::{Any, AnyPool};
+use sqlx::Any;
 
 use crate::db::{Backend, Database, Store};
 use crate::error::StoreError;
+use crate::pool::{Pool, PooledConnection};
 use crate::UnixTime;
 
 /// Rows per delete: small enough that one delete holds SQLite's write lock for milliseconds.
@@ -117,15 +117,17 @@ impl Store {
         for database in self.databases() {
             let mut lane = match database.backend() {
                 Backend::Postgres => {
+                    // A connection that fails mid-pass is closed, not pooled with the lock held:
+                    // it is settled only after the unlock.
                     let mut conn = database.pool().acquire().await?;
-                    // A connection that fails mid-pass is closed, not pooled with the lock held.
-                    conn.close_on_drop();
                     self.count_statement();
                     let locked: bool = sqlx::query_scalar(TRY_CLEANUP_LOCK)
                         .bind(CLEANUP_LOCK)
                         .fetch_one(&mut *conn)
                         .await?;
                     if !locked {
+                        // Another node's pass holds the lock; this connection holds nothing.
+                        conn.settle();
                         report.skipped.push(database.name().to_owned());
                         continue;
                     }
@@ -148,6 +150,7 @@ impl Store {
                         .bind(CLEANUP_LOCK)
                         .execute(&mut *conn)
                         .await?;
+                    conn.settle();
                 }
                 Lane::Pooled(_) if deleted_here > 0 => {
                     report.pages_released += self.release_free_pages(database, &mut lane).await?;
@@ -253,11 +256,11 @@ impl Store {
 /// Where a pass's statements run.
 enum Lane {
     /// PostgreSQL: the connection that holds the pass's advisory lock.
-    Locked(PoolConnection<Any>),
+    Locked(PooledConnection),
     /// SQLite: a pooled connection per statement, taken after the turn to write as every
     /// writer takes them. Held across the turn's waits, one connection would deadlock a
     /// pool of one (a writer holding the turn would wait for it).
-    Pooled(AnyPool),
+    Pooled(Pool),
 }
 
 impl Lane {

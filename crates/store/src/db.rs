@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::any::AnyConnectOptions;
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
+use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
 use crate::error::StoreError;
+use crate::pool::Pool;
 use crate::tenant::{TenantId, TenantStore};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -35,11 +36,6 @@ enum Mode {
     /// reader uses the log, so that the next writer starts it over.
     Restart,
 }
-/// A pooled connection idle this long is pinged before it is handed out; one used moments
-/// ago is not (as HikariCP's alive-bypass window). sqlx's default pings on every acquire:
-/// a round trip to PostgreSQL, or a hop to SQLite's thread, before each statement of a
-/// request. sqlx still pings each connection as it is released, and drops a broken one.
-const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +60,7 @@ impl Backend {
 /// tenant that the shard map does not place elsewhere.
 #[derive(Clone, Debug)]
 pub(crate) struct Database {
-    pool: AnyPool,
+    pool: Pool,
     backend: Backend,
     /// `default`, or the shard's name from the shard map: for metrics and logs, never the URL
     /// (it may carry a password).
@@ -162,7 +158,7 @@ impl Store {
     /// The default database's pool, for one statement: every statement of the store goes
     /// through here, [`TenantStore`]'s pool, or [`Store::count_statement`] inside a
     /// transaction, so the count is what the databases saw.
-    pub(crate) fn pool(&self) -> &AnyPool {
+    pub(crate) fn pool(&self) -> &Pool {
         self.count_statement();
         &self.default.pool
     }
@@ -309,12 +305,10 @@ impl Store {
     /// Takes every connection of the default database's pool and holds them until the
     /// returned value is dropped: for a test of what must not wait for the pool.
     #[cfg(feature = "testing")]
-    pub async fn hold_every_connection(
-        &self,
-    ) -> Result<Vec<sqlx::pool::PoolConnection<sqlx::Any>>, StoreError> {
+    pub async fn hold_every_connection(&self) -> Result<impl Send, StoreError> {
         let pool = &self.default.pool;
         let mut held = Vec::new();
-        for _ in 0..pool.options().get_max_connections() {
+        for _ in 0..pool.max_connections() {
             held.push(pool.acquire().await?);
         }
         Ok(held)
@@ -327,7 +321,7 @@ impl Store {
                 database: d.name.to_string(),
                 size: d.pool.size(),
                 idle: u32::try_from(d.pool.num_idle()).unwrap_or(u32::MAX),
-                max: d.pool.options().get_max_connections(),
+                max: d.pool.max_connections(),
             })
             .collect()
     }
@@ -366,54 +360,50 @@ impl Database {
         if backend == Backend::Sqlite {
             create_sqlite_file(url)?;
         }
-        let pool = AnyPoolOptions::new()
-            .max_connections(pool_size(backend))
-            // The bound on how long a request waits for a database that does not answer:
-            // then it gets a 503 (docs/deployment.md, Faults).
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for >= PING_AFTER_IDLE {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
-                })
+        let after_connect: crate::pool::AfterConnect = Arc::new(move |conn| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    // WAL lets readers run beside the one writer; busy_timeout makes a
+                    // writer wait for the lock instead of failing at once. No memory map:
+                    // a connection that finds the database changed by another connection
+                    // (on nearly every request, under load) drops its cache and unmaps the
+                    // whole file, and faulting the pages back in cost more than the preads
+                    // the map spared (docs/decisions.md). No commit runs a checkpoint (an
+                    // fsync of the database on a request's path): the server runs them in
+                    // the background (`Store::checkpoint`), and the last connection to
+                    // close checkpoints what is left, so a CLI command leaves nothing
+                    // behind. The size limit (256 MiB) trims a log that grew in a burst; it
+                    // is above what a log reaches between two checkpoints at full load
+                    // (about 80 MB), so a restarted log is written over in place instead
+                    // of being truncated by a request's commit and extended again.
+                    // auto_vacuum first: it only takes on a file without tables (a new
+                    // one), which then gives the pages a clean-up frees back to the file
+                    // system (`Store::clean_up`); an older file ignores it.
+                    conn.execute(SQLITE_PRAGMAS).await?;
+                }
+                Ok(())
             })
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // WAL lets readers run beside the one writer; busy_timeout makes a
-                        // writer wait for the lock instead of failing at once. No memory map:
-                        // a connection that finds the database changed by another connection
-                        // (on nearly every request, under load) drops its cache and unmaps the
-                        // whole file, and faulting the pages back in cost more than the preads
-                        // the map spared (docs/decisions.md). No commit runs a checkpoint (an
-                        // fsync of the database on a request's path): the server runs them in
-                        // the background (`Store::checkpoint`), and the last connection to
-                        // close checkpoints what is left, so a CLI command leaves nothing
-                        // behind. The size limit (256 MiB) trims a log that grew in a burst; it
-                        // is above what a log reaches between two checkpoints at full load
-                        // (about 80 MB), so a restarted log is written over in place instead
-                        // of being truncated by a request's commit and extended again.
-                        // auto_vacuum first: it only takes on a file without tables (a new
-                        // one), which then gives the pages a clean-up frees back to the file
-                        // system (`Store::clean_up`); an older file ignores it.
-                        conn.execute(SQLITE_PRAGMAS).await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options.clone())
-            .await
-            .map_err(StoreError::Unavailable)?;
+        });
+        // ACQUIRE_TIMEOUT bounds how long a request waits for a database that does not
+        // answer: then it gets a 503 (docs/deployment.md, Faults).
+        let pool = Pool::new(
+            options.clone(),
+            pool_size(backend),
+            ACQUIRE_TIMEOUT,
+            after_connect,
+        );
+        // The first connection is opened here, so that a database that cannot be reached
+        // stops the start with its error.
+        let mut conn = pool.acquire().await.map_err(StoreError::Unavailable)?;
         let migrator = match backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
         // On PostgreSQL the migrator holds an advisory lock while it works, so nodes that
         // start together apply each migration once (tested by the store suite).
-        migrator.run(&pool).await?;
+        migrator.run_direct(&mut *conn).await?;
+        conn.settle();
+        drop(conn);
         Ok(Database {
             pool,
             backend,
@@ -456,7 +446,7 @@ impl Database {
         Ok((busy != 0, wal_pages, copied_pages))
     }
 
-    pub(crate) fn pool(&self) -> &AnyPool {
+    pub(crate) fn pool(&self) -> &Pool {
         &self.pool
     }
 

@@ -118,7 +118,7 @@ impl From<sqlx::Error> for StoreError {
 /// SQLSTATE classes that mean "the database is going away or not reachable", not "this
 /// statement is wrong": 08 connection exception, 57P01–57P05 shutdown and crash, 53300 too
 /// many connections. A client may retry these.
-fn is_unavailable_state(code: Option<&str>) -> bool {
+pub(crate) fn is_unavailable_state(code: Option<&str>) -> bool {
     code.is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300")
 }
 

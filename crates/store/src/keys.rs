@@ -129,7 +129,7 @@ impl Store {
 
     async fn key_event(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::pool::PoolTransaction,
         kind: &str,
         kid: &str,
         now: UnixTime,

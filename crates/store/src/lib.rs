@@ -29,6 +29,7 @@ mod organizations_admin;
 mod passkeys;
 mod password_links;
 mod password_settings;
+mod pool;
 mod recovery_codes;
 mod recovery_quotas;
 mod request_quotas;

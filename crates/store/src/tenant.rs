@@ -53,7 +53,7 @@ impl fmt::Display for TenantId {
 #[derive(Debug)]
 pub(crate) struct Transaction {
     // Declared first so it is dropped (rolled back) before the turn passes on.
-    tx: sqlx::Transaction<'static, sqlx::Any>,
+    tx: crate::pool::PoolTransaction,
     _writer: Option<tokio::sync::OwnedMutexGuard<()>>,
     /// Back-channel logout tokens were queued: the commit wakes this process's deliverer.
     pub(crate) wake_backchannel: bool,
@@ -81,7 +81,7 @@ impl<'a> TenantStore<'a> {
 
     /// The pool of the database this tenant lives in (the shard map decides; no other
     /// database is asked).
-    pub(crate) fn pool(&self) -> &sqlx::AnyPool {
+    pub(crate) fn pool(&self) -> &crate::pool::Pool {
         self.store.count_statement();
         self.store.database_of(self.tenant).pool()
     }
@@ -137,14 +137,10 @@ impl<'a> TenantStore<'a> {
         let run = tokio::spawn(async move {
             let _turn = turn;
             let mut conn = pool.acquire().await?;
-            match batch.fetch_all(&mut *conn).await {
-                Ok(rows) => Ok(rows),
-                Err(error) => {
-                    // The batch's error is the one to report; closing can only fail the same way.
-                    let _ = conn.close().await;
-                    Err(StoreError::from(error))
-                }
-            }
+            // A batch that fails is not settled: its connection is closed, not pooled.
+            let rows = batch.fetch_all(&mut *conn).await?;
+            conn.settle();
+            Ok(rows)
         });
         // The task ends only by finishing, unless the runtime is shutting down.
         run.await
