@@ -3,6 +3,7 @@
 
 mod account;
 mod account_password;
+pub mod argon2_memory;
 pub mod authorize;
 mod bearer;
 mod client_address;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use store::Store;
 use tokio::sync::Semaphore;
 
+use crate::argon2_memory::Argon2Memory;
 use crate::discovery;
 use crate::dpop::Nonces;
 use crate::error::OAuthError;
@@ -39,6 +40,9 @@ pub struct SignInSettings {
     pub throttle: ThrottlePolicy,
     /// Argon2id runs at most this many at once (one per core): each holds 19 MiB and a core.
     pub password_permits: Arc<Semaphore>,
+    /// Argon2id's memory, kept between the hashes of sign-ins (at most one buffer per permit
+    /// in use) and freed after ten idle seconds.
+    pub password_memory: Arc<Argon2Memory>,
     /// A hash of a random password, verified against when the username is unknown, so an
     /// unknown user costs the same time as a wrong password.
     pub dummy_hash: Arc<str>,
@@ -81,6 +85,7 @@ impl OAuthState {
         let signin = SignInSettings {
             throttle: config.throttle,
             password_permits: Arc::new(Semaphore::new(cores)),
+            password_memory: Arc::default(),
             dummy_hash: Arc::from(dummy_hash),
         };
         Ok(OAuthState {

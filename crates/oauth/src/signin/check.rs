@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use jose::UnixTime;
 use secrecy::SecretString;
@@ -198,8 +199,9 @@ async fn verify_bounded(
         .await
         .map_err(|_| OAuthError::Blocking)?;
     let span = tracing::Span::current();
+    let memory = Arc::clone(&state.signin.password_memory);
     tokio::task::spawn_blocking(move || {
-        span.in_scope(|| password::verify_password(&password, &hash))
+        span.in_scope(|| password::verify_password_in(&password, &hash, &memory))
     })
     .await
     .map_err(|_| OAuthError::Blocking)?
