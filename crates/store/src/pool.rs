@@ -105,30 +105,30 @@ impl Pool {
         if shared.closed.load(Ordering::Acquire) {
             return Err(sqlx::Error::PoolClosed);
         }
-        let pooled = |conn| PooledConnection {
-            conn: ManuallyDrop::new(conn),
-            settled: false,
-            shared: Arc::clone(shared),
-            permit: Some(permit),
+        // A connection in this function's hands is not counted as open: if the acquire is
+        // dropped mid-ping or mid-connect, it goes with it and the count stays right.
+        let pooled = |conn| {
+            shared.open.fetch_add(1, Ordering::AcqRel);
+            PooledConnection {
+                conn: ManuallyDrop::new(conn),
+                settled: false,
+                shared: Arc::clone(shared),
+                permit: Some(permit),
+            }
         };
         while let Some(idle) = shared.take_idle() {
             let mut conn = idle.conn;
             if idle.since.elapsed() < PING_AFTER_IDLE {
                 return Ok(pooled(conn));
             }
-            match tokio::time::timeout_at(deadline, conn.ping()).await {
-                Ok(Ok(())) => return Ok(pooled(conn)),
-                // Broken while idle: dropped (nothing to roll back), and the next is tried.
-                _ => {
-                    drop(conn);
-                    shared.open.fetch_sub(1, Ordering::AcqRel);
-                }
+            // Broken while idle: dropped (nothing to roll back), and the next is tried.
+            if let Ok(Ok(())) = tokio::time::timeout_at(deadline, conn.ping()).await {
+                return Ok(pooled(conn));
             }
         }
         let conn = tokio::time::timeout_at(deadline, shared.connect())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)??;
-        shared.open.fetch_add(1, Ordering::AcqRel);
         Ok(pooled(conn))
     }
 
@@ -177,8 +177,13 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The most recently returned idle connection, no longer counted as open.
     fn take_idle(&self) -> Option<Idle> {
-        self.lock_idle().pop()
+        let idle = self.lock_idle().pop();
+        if idle.is_some() {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+        }
+        idle
     }
 
     async fn connect(&self) -> Result<AnyConnection, sqlx::Error> {
@@ -221,11 +226,6 @@ impl PooledConnection {
             self.settle();
         }
     }
-
-    /// Used again after a settle: not reusable until settled again.
-    fn unsettle(&mut self) {
-        self.settled = false;
-    }
 }
 
 impl Deref for PooledConnection {
@@ -239,7 +239,7 @@ impl Deref for PooledConnection {
 impl DerefMut for PooledConnection {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         // Whoever writes to it may leave it mid-statement, until they settle it again.
-        self.unsettle();
+        self.settled = false;
         &mut self.conn
     }
 }
@@ -400,6 +400,8 @@ impl<'p> Executor<'p> for &'_ Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+
     use crate::testing::TestDatabase;
     use crate::Store;
 
@@ -494,6 +496,27 @@ mod tests {
         if let Some(db) = TestDatabase::postgres().await {
             a_transaction_dropped_before_its_end_is_closed_and_rolled_back(db).await;
         }
+    }
+
+    /// An acquire dropped while it pings a connection idle for a while (a request that went
+    /// away): the connection goes with it, and the pool no longer counts it.
+    #[tokio::test]
+    async fn postgres_an_acquire_dropped_mid_ping_leaves_the_count_right() {
+        let Some(db) = TestDatabase::postgres().await else {
+            return;
+        };
+        let pool = pool_of(&db).await;
+        assert_eq!((pool.size(), pool.num_idle()), (1, 1));
+        tokio::time::sleep(PING_AFTER_IDLE + Duration::from_millis(100)).await;
+        // Polled once: the ping is on its way to the server. Then dropped.
+        let mut acquire = Box::pin(pool.acquire());
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(acquire.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "the ping answered at once");
+        drop(acquire);
+        assert_eq!((pool.size(), pool.num_idle()), (0, 0));
+        sqlx::query("SELECT 1").execute(&pool).await.unwrap();
+        assert_eq!((pool.size(), pool.num_idle()), (1, 1));
     }
 
     /// A statement whose request went away mid-way: its connection is never handed out
