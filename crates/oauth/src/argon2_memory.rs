@@ -52,7 +52,8 @@ impl Default for Argon2Memory {
 }
 
 impl Argon2Memory {
-    /// Memory whose buffers are freed after `idle` unused.
+    /// Memory whose buffers are freed after `idle` unused; `Duration::ZERO` keeps none (each
+    /// hash allocates its own, as the `argon2` crate does).
     pub fn with_idle(idle: Duration) -> Argon2Memory {
         Argon2Memory {
             free: Mutex::new(Vec::new()),
@@ -104,6 +105,9 @@ impl Argon2Memory {
     }
 
     fn keep(self: &Arc<Self>, blocks: Box<[Block]>) {
+        if self.idle.is_zero() {
+            return;
+        }
         self.lock().push(Buffer {
             blocks,
             freed_at: Instant::now(),
@@ -186,5 +190,13 @@ mod tests {
             0,
             "idle buffers were not freed the second time"
         );
+    }
+
+    /// Inside a runtime, as in the server (outside one, a hash frees what has idled anyway).
+    #[tokio::test]
+    async fn memory_without_an_idle_spell_keeps_nothing() {
+        let memory = Arc::new(Argon2Memory::with_idle(Duration::ZERO));
+        memory.with_blocks(16, |_| ());
+        assert_eq!(memory.kept(), 0);
     }
 }
