@@ -6,6 +6,7 @@ use store::{BillingProfile as StoreBilling, CustomerFilter, NewCustomer};
 use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{ContactsOf, CustomerId, PropertiesOf};
+use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -41,13 +42,16 @@ impl Customer {
         &self,
         ctx: &Context<'_>,
         #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
-    ) -> Result<Vec<Property>> {
+    ) -> Result<Vec<Plain<Property>>> {
         let key = PropertiesOf {
             parent: self.0.customer_id.clone(),
             first: nested_first(first)?,
         };
         let properties = children(ctx, key).await?;
-        Ok(properties.into_iter().map(Property).collect())
+        Ok(properties
+            .into_iter()
+            .map(|row| Plain(Property(row)))
+            .collect())
     }
 
     async fn billing_profile(&self) -> BillingProfile {
@@ -58,6 +62,13 @@ impl Customer {
         DateTime(self.0.created_at)
     }
 }
+
+plain_fields!(Customer {
+    "id",
+    "name",
+    "createdAt",
+    "billingProfile",
+});
 
 /// A person at a customer.
 #[derive(SimpleObject)]
@@ -100,6 +111,13 @@ impl Property {
         self.0.access_notes.as_deref()
     }
 }
+
+plain_fields!(Property {
+    "id",
+    "label",
+    "accessNotes",
+    "address",
+});
 
 /// A postal address.
 #[derive(SimpleObject)]
@@ -217,7 +235,7 @@ impl CustomersQuery {
         #[graphql(desc = "Only customers whose name contains this, in any case.")] search: Option<
             String,
         >,
-    ) -> Result<Option<List<Customer>>> {
+    ) -> Result<Option<List<Plain<Customer>>>> {
         let page = page_request(first, after)?;
         let filter = CustomerFilter {
             name_contains: validate::optional_text("search", search.as_deref(), 200)?,
@@ -232,16 +250,16 @@ impl CustomersQuery {
             page.after.is_some(),
             total,
             store::Customer::cursor,
-            Customer,
+            |row| Plain(Customer(row)),
         )))
     }
 
     /// One customer of the organization. Needs the `customers` scope.
     #[graphql(guard = "Needs(Scope::Customers)")]
-    async fn customer(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Customer>> {
-        Ok(Some(Customer(
+    async fn customer(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Customer>>> {
+        Ok(Some(Plain(Customer(
             require(ctx, CustomerId(id.0), "customer").await?,
-        )))
+        ))))
     }
 }
 
@@ -256,7 +274,7 @@ impl CustomersMutation {
         &self,
         ctx: &Context<'_>,
         input: CreateCustomerInput,
-    ) -> Result<Option<Customer>> {
+    ) -> Result<Option<Plain<Customer>>> {
         let name = validate::text("name", &input.name, 200)?;
         let contacts = input.contacts.unwrap_or_default();
         if contacts.len() > MAX_CONTACTS as usize {
@@ -284,7 +302,7 @@ impl CustomersMutation {
             .create_customer(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Customer(customer)))
+        Ok(Some(Plain(Customer(customer))))
     }
 
     /// Adds a property to a customer, and returns the customer. Needs the `customers` scope.
@@ -293,7 +311,7 @@ impl CustomersMutation {
         &self,
         ctx: &Context<'_>,
         input: AddPropertyInput,
-    ) -> Result<Option<Customer>> {
+    ) -> Result<Option<Plain<Customer>>> {
         let property = store::Property {
             property_id: new_id("prop"),
             customer_id: input.customer_id.0.clone(),
@@ -314,7 +332,7 @@ impl CustomersMutation {
             .map_err(gql)?
             .pop()
             .ok_or_else(|| gql(crate::ApiError::NotFound("customer not found".into())))?;
-        Ok(Some(Customer(customer)))
+        Ok(Some(Plain(Customer(customer))))
     }
 
     /// Replaces a customer's billing profile. Needs the `customers` scope.
@@ -323,13 +341,13 @@ impl CustomersMutation {
         &self,
         ctx: &Context<'_>,
         input: UpdateBillingProfileInput,
-    ) -> Result<Option<Customer>> {
+    ) -> Result<Option<Plain<Customer>>> {
         let billing = billing("billingProfile", &input.billing_profile)?;
         let customer = org(ctx)?
             .update_billing_profile(&input.customer_id, &billing)
             .await
             .map_err(gql)?;
-        Ok(Some(Customer(customer)))
+        Ok(Some(Plain(Customer(customer))))
     }
 }
 

@@ -6,6 +6,7 @@ use store::{EmployeeFilter as StoreEmployeeFilter, NewEmployee};
 use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{EmployeeId, ShiftsOf};
+use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -73,6 +74,15 @@ impl Employee {
     }
 }
 
+plain_fields!(Employee {
+    "id",
+    "name",
+    "role",
+    "email",
+    "phone",
+    "createdAt",
+});
+
 /// A stretch of scheduled work.
 #[derive(SimpleObject)]
 pub struct Shift {
@@ -117,7 +127,7 @@ impl EmployeesQuery {
         #[graphql(desc = "At most 100; 20 when not given.")] first: Option<i32>,
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<EmployeeFilter>,
-    ) -> Result<Option<List<Employee>>> {
+    ) -> Result<Option<List<Plain<Employee>>>> {
         let page = page_request(first, after)?;
         let filter = StoreEmployeeFilter {
             role: filter.unwrap_or_default().role.map(Into::into),
@@ -132,16 +142,16 @@ impl EmployeesQuery {
             page.after.is_some(),
             total,
             store::Employee::cursor,
-            Employee,
+            |row| Plain(Employee(row)),
         )))
     }
 
     /// One employee of the organization. Needs the `employees` scope.
     #[graphql(guard = "Needs(Scope::Employees)")]
-    async fn employee(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Employee>> {
-        Ok(Some(Employee(
+    async fn employee(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Employee>>> {
+        Ok(Some(Plain(Employee(
             require(ctx, EmployeeId(id.0), "employee").await?,
-        )))
+        ))))
     }
 }
 
@@ -156,7 +166,7 @@ impl EmployeesMutation {
         &self,
         ctx: &Context<'_>,
         input: CreateEmployeeInput,
-    ) -> Result<Option<Employee>> {
+    ) -> Result<Option<Plain<Employee>>> {
         let name = validate::text("name", &input.name, 200)?;
         let email = validate::email("email", input.email.as_deref())?;
         let phone = validate::phone("phone", input.phone.as_deref())?;
@@ -172,7 +182,7 @@ impl EmployeesMutation {
             .create_employee(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Employee(employee)))
+        Ok(Some(Plain(Employee(employee))))
     }
 
     /// Adds a shift to an employee's schedule, and returns the employee. A shift that
@@ -182,7 +192,7 @@ impl EmployeesMutation {
         &self,
         ctx: &Context<'_>,
         input: ScheduleShiftInput,
-    ) -> Result<Option<Employee>> {
+    ) -> Result<Option<Plain<Employee>>> {
         let (starts_at, ends_at) = validate::window("endsAt", input.starts_at, input.ends_at, 1)?;
         let shift = store::Shift {
             shift_id: new_id("shift"),
@@ -193,8 +203,8 @@ impl EmployeesMutation {
         };
         let org = org(ctx)?;
         org.schedule_shift(&shift, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Employee(
+        Ok(Some(Plain(Employee(
             require(ctx, EmployeeId(input.employee_id.0), "employee").await?,
-        )))
+        ))))
     }
 }

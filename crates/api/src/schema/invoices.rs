@@ -7,6 +7,7 @@ use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::Customer;
 use super::loaders::{CustomerId, InvoiceId, LinesOf, PaymentsOf, WorkOrderId};
+use super::plain::{plain_fields, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
 use super::scope::{Needs, Scope};
 use super::work_orders::WorkOrder;
@@ -59,20 +60,20 @@ impl Invoice {
 
     /// Who is billed. Needs the `customers` scope.
     #[graphql(guard = "Needs(Scope::Customers)")]
-    async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Customer>> {
+    async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Plain<Customer>>> {
         let customer = require(ctx, CustomerId(self.0.customer_id.clone()), "customer").await?;
-        Ok(Some(Customer(customer)))
+        Ok(Some(Plain(Customer(customer))))
     }
 
     /// The work order billed, if any. Needs the `workOrders` scope.
     #[graphql(guard = "Needs(Scope::WorkOrders)")]
-    async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<WorkOrder>> {
+    async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<Plain<WorkOrder>>> {
         let Some(id) = &self.0.work_order_id else {
             return Ok(None);
         };
-        Ok(Some(WorkOrder(
+        Ok(Some(Plain(WorkOrder(
             require(ctx, WorkOrderId(id.clone()), "work order").await?,
-        )))
+        ))))
     }
 
     /// The lines in order, the first ones; an invoice has at most 100.
@@ -149,6 +150,17 @@ impl Invoice {
         DateTime(self.0.created_at)
     }
 }
+
+plain_fields!(Invoice {
+    "id",
+    "number",
+    "status",
+    "currency",
+    "issuedAt",
+    "dueOn",
+    "createdAt",
+    "totals",
+});
 
 #[derive(SimpleObject)]
 pub struct InvoiceLine {
@@ -242,7 +254,7 @@ impl InvoicesQuery {
         #[graphql(desc = "At most 100; 20 when not given.")] first: Option<i32>,
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<InvoiceFilter>,
-    ) -> Result<Option<List<Invoice>>> {
+    ) -> Result<Option<List<Plain<Invoice>>>> {
         let page = page_request(first, after)?;
         let filter = filter.unwrap_or_default();
         let filter = StoreInvoiceFilter {
@@ -256,16 +268,16 @@ impl InvoicesQuery {
             page.after.is_some(),
             total,
             store::Invoice::cursor,
-            Invoice,
+            |row| Plain(Invoice(row)),
         )))
     }
 
     /// One invoice of the organization. Needs the `invoices` scope.
     #[graphql(guard = "Needs(Scope::Invoices)")]
-    async fn invoice(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Invoice>> {
-        Ok(Some(Invoice(
+    async fn invoice(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Invoice>>> {
+        Ok(Some(Plain(Invoice(
             require(ctx, InvoiceId(id.0), "invoice").await?,
-        )))
+        ))))
     }
 }
 
@@ -280,7 +292,7 @@ impl InvoicesMutation {
         &self,
         ctx: &Context<'_>,
         input: CreateInvoiceInput,
-    ) -> Result<Option<Invoice>> {
+    ) -> Result<Option<Plain<Invoice>>> {
         if input.lines.is_empty() || input.lines.len() > 100 {
             return Err(gql(ApiError::BadUserInput(
                 "lines: from 1 to 100 lines".into(),
@@ -336,7 +348,7 @@ impl InvoicesMutation {
             lines: &lines,
         };
         let invoice = org.create_invoice(&new, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Invoice(invoice)))
+        Ok(Some(Plain(Invoice(invoice))))
     }
 
     /// DRAFT → ISSUED, with its due date. Needs the `invoices` scope.
@@ -345,7 +357,7 @@ impl InvoicesMutation {
         &self,
         ctx: &Context<'_>,
         input: IssueInvoiceInput,
-    ) -> Result<Option<Invoice>> {
+    ) -> Result<Option<Plain<Invoice>>> {
         let invoice = org(ctx)?
             .issue_invoice(
                 &input.id,
@@ -354,7 +366,7 @@ impl InvoicesMutation {
             )
             .await
             .map_err(gql)?;
-        Ok(Some(Invoice(invoice)))
+        Ok(Some(Plain(Invoice(invoice))))
     }
 
     /// Records money received against an issued invoice; more than the balance due is
@@ -364,7 +376,7 @@ impl InvoicesMutation {
         &self,
         ctx: &Context<'_>,
         input: RecordPaymentInput,
-    ) -> Result<Option<Invoice>> {
+    ) -> Result<Option<Plain<Invoice>>> {
         let (amount_cents, currency) = input.amount.checked("amount")?;
         if amount_cents == 0 {
             return Err(gql(ApiError::BadUserInput(
@@ -386,6 +398,6 @@ impl InvoicesMutation {
             .record_payment(&input.invoice_id, &payment, now)
             .await
             .map_err(gql)?;
-        Ok(Some(Invoice(invoice)))
+        Ok(Some(Plain(Invoice(invoice))))
     }
 }

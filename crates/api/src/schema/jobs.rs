@@ -7,6 +7,7 @@ use super::connection::{connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
 use super::loaders::{AssignmentsOf, EmployeeId, JobId, WorkOrderId};
+use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use super::work_orders::WorkOrder;
@@ -54,9 +55,9 @@ impl Job {
 
     /// The work order this job carries out. Needs the `workOrders` scope.
     #[graphql(guard = "Needs(Scope::WorkOrders)")]
-    async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<WorkOrder>> {
+    async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<Plain<WorkOrder>>> {
         let order = require(ctx, WorkOrderId(self.0.work_order_id.clone()), "work order").await?;
-        Ok(Some(WorkOrder(order)))
+        Ok(Some(Plain(WorkOrder(order))))
     }
 
     /// The employees on this job, the first ones in the order they were assigned. Needs the
@@ -66,13 +67,18 @@ impl Job {
         &self,
         ctx: &Context<'_>,
         #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
-    ) -> Result<Option<Vec<Assignment>>> {
+    ) -> Result<Option<Vec<Plain<Assignment>>>> {
         let key = AssignmentsOf {
             parent: self.0.job_id.clone(),
             first: nested_first(first)?,
         };
         let assignments = children(ctx, key).await?;
-        Ok(Some(assignments.into_iter().map(Assignment).collect()))
+        Ok(Some(
+            assignments
+                .into_iter()
+                .map(|row| Plain(Assignment(row)))
+                .collect(),
+        ))
     }
 
     /// What was done, once the job is COMPLETED; null before.
@@ -96,20 +102,33 @@ impl Job {
     }
 }
 
+plain_fields!(Job {
+    "id",
+    "title",
+    "status",
+    "scheduledStart",
+    "scheduledEnd",
+    "startedAt",
+    "createdAt",
+    "completionReport",
+});
+
 /// An employee put on a job.
 pub struct Assignment(store::Assignment);
 
 #[Object]
 impl Assignment {
-    async fn employee(&self, ctx: &Context<'_>) -> Result<Employee> {
+    async fn employee(&self, ctx: &Context<'_>) -> Result<Plain<Employee>> {
         let employee = require(ctx, EmployeeId(self.0.employee_id.clone()), "employee").await?;
-        Ok(Employee(employee))
+        Ok(Plain(Employee(employee)))
     }
 
     async fn assigned_at(&self) -> DateTime {
         DateTime(self.0.assigned_at)
     }
 }
+
+plain_fields!(Assignment { "assignedAt" });
 
 /// The technician's report when a job is completed.
 #[derive(SimpleObject)]
@@ -180,7 +199,7 @@ impl JobsQuery {
         #[graphql(desc = "At most 100; 20 when not given.")] first: Option<i32>,
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<JobFilter>,
-    ) -> Result<Option<List<Job>>> {
+    ) -> Result<Option<List<Plain<Job>>>> {
         let page = page_request(first, after)?;
         let filter = filter.unwrap_or_default();
         if let (Some(from), Some(to)) = (filter.scheduled_from, filter.scheduled_to) {
@@ -199,14 +218,14 @@ impl JobsQuery {
             page.after.is_some(),
             total,
             store::Job::cursor,
-            Job,
+            |row| Plain(Job(row)),
         )))
     }
 
     /// One job of the organization. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
-    async fn job(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Job>> {
-        Ok(Some(Job(require(ctx, JobId(id.0), "job").await?)))
+    async fn job(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Job>>> {
+        Ok(Some(Plain(Job(require(ctx, JobId(id.0), "job").await?))))
     }
 }
 
@@ -217,7 +236,11 @@ pub struct JobsMutation;
 impl JobsMutation {
     /// Schedules a job on a work order. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
-    async fn create_job(&self, ctx: &Context<'_>, input: CreateJobInput) -> Result<Option<Job>> {
+    async fn create_job(
+        &self,
+        ctx: &Context<'_>,
+        input: CreateJobInput,
+    ) -> Result<Option<Plain<Job>>> {
         let title = validate::text("title", &input.title, 200)?;
         let (start, end) = validate::window(
             "scheduledEnd",
@@ -234,27 +257,35 @@ impl JobsMutation {
             scheduled_end: end,
         };
         let job = org(ctx)?.create_job(&new, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Job(job)))
+        Ok(Some(Plain(Job(job))))
     }
 
     /// Puts an employee on a job that is not COMPLETED. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
-    async fn assign_job(&self, ctx: &Context<'_>, input: AssignJobInput) -> Result<Option<Job>> {
+    async fn assign_job(
+        &self,
+        ctx: &Context<'_>,
+        input: AssignJobInput,
+    ) -> Result<Option<Plain<Job>>> {
         let job = org(ctx)?
             .assign_job(&input.job_id, &input.employee_id, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Job(job)))
+        Ok(Some(Plain(Job(job))))
     }
 
     /// SCHEDULED → IN_PROGRESS. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
-    async fn start_job(&self, ctx: &Context<'_>, input: StartJobInput) -> Result<Option<Job>> {
+    async fn start_job(
+        &self,
+        ctx: &Context<'_>,
+        input: StartJobInput,
+    ) -> Result<Option<Plain<Job>>> {
         let job = org(ctx)?
             .start_job(&input.id, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Job(job)))
+        Ok(Some(Plain(Job(job))))
     }
 
     /// IN_PROGRESS → COMPLETED, with the completion report. Needs the `jobs` scope.
@@ -263,7 +294,7 @@ impl JobsMutation {
         &self,
         ctx: &Context<'_>,
         input: CompleteJobInput,
-    ) -> Result<Option<Job>> {
+    ) -> Result<Option<Plain<Job>>> {
         let notes = validate::text("notes", &input.notes, 4_000)?;
         let minutes = input
             .minutes_worked
@@ -273,6 +304,6 @@ impl JobsMutation {
             .complete_job(&input.id, &notes, minutes, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Job(job)))
+        Ok(Some(Plain(Job(job))))
     }
 }

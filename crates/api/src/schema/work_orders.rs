@@ -8,6 +8,7 @@ use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::{Customer, Property};
 use super::jobs::Job;
 use super::loaders::{CustomerId, JobsOf, PropertyId, WorkOrderId};
+use super::plain::{plain_fields, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -48,19 +49,19 @@ impl WorkOrder {
 
     /// Who asked for the work. Needs the `customers` scope.
     #[graphql(guard = "Needs(Scope::Customers)")]
-    async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Customer>> {
+    async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Plain<Customer>>> {
         let customer = require(ctx, CustomerId(self.0.customer_id.clone()), "customer").await?;
-        Ok(Some(Customer(customer)))
+        Ok(Some(Plain(Customer(customer))))
     }
 
     /// Where the work is done, when the order names a property. Needs the `customers` scope.
     #[graphql(guard = "Needs(Scope::Customers)")]
-    async fn property(&self, ctx: &Context<'_>) -> Result<Option<Property>> {
+    async fn property(&self, ctx: &Context<'_>) -> Result<Option<Plain<Property>>> {
         let Some(id) = &self.0.property_id else {
             return Ok(None);
         };
         let property = require(ctx, PropertyId(id.clone()), "property").await?;
-        Ok(Some(Property(property)))
+        Ok(Some(Plain(Property(property))))
     }
 
     /// The agreement the work is done under, if any.
@@ -79,13 +80,13 @@ impl WorkOrder {
         &self,
         ctx: &Context<'_>,
         #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
-    ) -> Result<Option<Vec<Job>>> {
+    ) -> Result<Option<Vec<Plain<Job>>>> {
         let key = JobsOf {
             parent: self.0.work_order_id.clone(),
             first: nested_first(first)?,
         };
         let jobs = children(ctx, key).await?;
-        Ok(Some(jobs.into_iter().map(Job).collect()))
+        Ok(Some(jobs.into_iter().map(|row| Plain(Job(row))).collect()))
     }
 
     async fn created_at(&self) -> DateTime {
@@ -97,6 +98,16 @@ impl WorkOrder {
         DateTime(self.0.updated_at)
     }
 }
+
+plain_fields!(WorkOrder {
+    "id",
+    "number",
+    "description",
+    "status",
+    "createdAt",
+    "updatedAt",
+    "contract",
+});
 
 /// The terms, value and period a work order is done under.
 #[derive(SimpleObject)]
@@ -151,7 +162,7 @@ impl WorkOrdersQuery {
         #[graphql(desc = "At most 100; 20 when not given.")] first: Option<i32>,
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<WorkOrderFilter>,
-    ) -> Result<Option<List<WorkOrder>>> {
+    ) -> Result<Option<List<Plain<WorkOrder>>>> {
         let page = page_request(first, after)?;
         let filter = filter.unwrap_or_default();
         let filter = StoreWorkOrderFilter {
@@ -168,16 +179,16 @@ impl WorkOrdersQuery {
             page.after.is_some(),
             total,
             store::WorkOrder::cursor,
-            WorkOrder,
+            |row| Plain(WorkOrder(row)),
         )))
     }
 
     /// One work order of the organization. Needs the `workOrders` scope.
     #[graphql(guard = "Needs(Scope::WorkOrders)")]
-    async fn work_order(&self, ctx: &Context<'_>, id: ID) -> Result<Option<WorkOrder>> {
-        Ok(Some(WorkOrder(
+    async fn work_order(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<WorkOrder>>> {
+        Ok(Some(Plain(WorkOrder(
             require(ctx, WorkOrderId(id.0), "work order").await?,
-        )))
+        ))))
     }
 }
 
@@ -192,7 +203,7 @@ impl WorkOrdersMutation {
         &self,
         ctx: &Context<'_>,
         input: CreateWorkOrderInput,
-    ) -> Result<Option<WorkOrder>> {
+    ) -> Result<Option<Plain<WorkOrder>>> {
         let description = validate::text("description", &input.description, 4_000)?;
         let contract = input.contract.map(contract).transpose()?;
         let work_order_id = new_id("wo");
@@ -207,7 +218,7 @@ impl WorkOrdersMutation {
             .create_work_order(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(WorkOrder(order)))
+        Ok(Some(Plain(WorkOrder(order))))
     }
 
     /// Moves a work order to another status; COMPLETED and CANCELLED are final. Needs the
@@ -217,12 +228,12 @@ impl WorkOrdersMutation {
         &self,
         ctx: &Context<'_>,
         input: UpdateWorkOrderStatusInput,
-    ) -> Result<Option<WorkOrder>> {
+    ) -> Result<Option<Plain<WorkOrder>>> {
         let order = org(ctx)?
             .update_work_order_status(&input.id, input.status.into(), now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(WorkOrder(order)))
+        Ok(Some(Plain(WorkOrder(order))))
     }
 }
 

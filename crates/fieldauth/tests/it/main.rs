@@ -12,6 +12,7 @@ mod api;
 mod api_access;
 mod api_areas;
 mod api_cache;
+mod api_plain;
 mod api_support;
 mod audit;
 mod authorize;

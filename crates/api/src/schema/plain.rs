@@ -1,0 +1,188 @@
+//! Records answered without a future per field.
+//!
+//! async-graphql resolves every field of an object as a boxed future of its own, run in a
+//! `FuturesUnordered` (a reference-counted task each) and merged into the object by name. A
+//! page of 20 jobs with their work orders and assignees is some 420 fields, and that
+//! machinery, with the allocations it makes, was most of an uncached query's CPU. Most of
+//! those fields only read the row the record already holds (an id, a title, a status, a time).
+//!
+//! [`Plain<T>`] answers an object whose selection is fields only (no fragment, no directive,
+//! no response key twice) by running the resolvers of its plain fields in place, each polled
+//! once where it stands (they are ready at once: they read the record), and only the others
+//! (those that load) as boxed futures, all of a record's together so the loaders still batch
+//! a whole level. Every field is still answered by the record's own resolver, guards and
+//! errors included, and keys come in the selection's order. Any other selection goes through
+//! async-graphql's own resolution. `Plain<T>` has `T`'s name and type in the schema.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll, Waker};
+
+use async_graphql::indexmap::IndexMap;
+use async_graphql::parser::types::{Field, Selection};
+use async_graphql::registry::Registry;
+use async_graphql::resolver_utils::{resolve_container, ContainerType};
+use async_graphql::{ContextSelectionSet, Name, OutputType, Positioned, ServerResult, Value};
+
+/// A record type some of whose fields read only what it holds.
+pub trait PlainFields: ContainerType {
+    /// The fields whose resolvers are ready at their first poll: they read the record, and
+    /// wait on nothing (no loader, no store). They are still resolved by the record's own
+    /// resolver, guards and errors included; this list only says which to run in place. A
+    /// field listed wrongly costs time (it is run again as a future), never a wrong answer.
+    const FIELDS: &'static [&'static str];
+}
+
+/// `T` as the schema has it, answered as the module says.
+pub struct Plain<T>(pub T);
+
+impl<T: PlainFields> OutputType for Plain<T> {
+    fn type_name() -> Cow<'static, str> {
+        T::type_name()
+    }
+
+    fn qualified_type_name() -> String {
+        T::qualified_type_name()
+    }
+
+    fn introspection_type_name(&self) -> Cow<'static, str> {
+        self.0.introspection_type_name()
+    }
+
+    fn create_type_info(registry: &mut Registry) -> String {
+        T::create_type_info(registry)
+    }
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        _field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        if is_plain_selection(ctx) {
+            resolve_plain(ctx.clone(), &self.0).await
+        } else {
+            resolve_container(ctx, &self.0).await
+        }
+    }
+}
+
+/// Fields only, each with its own response key and no directive. (`@skip` and `@include`
+/// are gone by now: async-graphql removes what they exclude before it executes.) The schema
+/// has no extension (`build_schema`), which would expect to see every field resolved.
+fn is_plain_selection(ctx: &ContextSelectionSet<'_>) -> bool {
+    let items = &ctx.item.node.items;
+    items.iter().enumerate().all(|(i, selection)| {
+        let Selection::Field(field) = &selection.node else {
+            return false;
+        };
+        let key = field.node.response_key().node.as_str();
+        field.node.directives.is_empty()
+            && items[..i].iter().all(|earlier| match &earlier.node {
+                Selection::Field(earlier) => earlier.node.response_key().node.as_str() != key,
+                _ => false,
+            })
+    })
+}
+
+/// A field that is not plain. Boxed: a record's fields lead to other records (a job's work
+/// order, the work order's jobs), so its future would otherwise contain itself.
+type FieldFuture<'a> = Pin<Box<dyn Future<Output = ServerResult<Value>> + Send + 'a>>;
+
+/// Where a response key's value comes from.
+enum Slot {
+    Ready(Value),
+    /// The index of its future among the record's pending ones.
+    Pending(usize),
+}
+
+async fn resolve_plain<'a, T: PlainFields>(
+    ctx: ContextSelectionSet<'a>,
+    record: &'a T,
+) -> ServerResult<Value> {
+    let items = &ctx.item.node.items;
+    let mut slots = Vec::with_capacity(items.len());
+    let mut pending: Vec<FieldFuture<'a>> = Vec::new();
+    for selection in items {
+        let Selection::Field(field) = &selection.node else {
+            continue;
+        };
+        let name = field.node.name.node.as_str();
+        let ready = if name == "__typename" {
+            Some(Ok(Value::String(
+                record.introspection_type_name().into_owned(),
+            )))
+        } else if T::FIELDS.contains(&name) {
+            now(record.resolve_field(&ctx.with_field(field)))
+                .map(|value| value.map(Option::unwrap_or_default))
+        } else {
+            None
+        };
+        let slot = match ready {
+            Some(Ok(value)) => Slot::Ready(value),
+            Some(Err(error)) => {
+                ctx.add_error(error);
+                continue;
+            }
+            None => {
+                let ctx = ctx.clone();
+                pending.push(Box::pin(async move {
+                    let ctx_field = ctx.with_field(field);
+                    Ok(record.resolve_field(&ctx_field).await?.unwrap_or_default())
+                }));
+                Slot::Pending(pending.len() - 1)
+            }
+        };
+        slots.push((field.node.response_key().node.clone(), slot));
+    }
+    let mut resolved: Vec<Option<ServerResult<Value>>> = if pending.is_empty() {
+        Vec::new()
+    } else {
+        futures_util::future::join_all(pending)
+            .await
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    // As async-graphql does: a field that failed is left out and its error noted; the others
+    // stand, in the order they were selected (GraphQL's "ordered as the selection set").
+    let mut object: IndexMap<Name, Value> = IndexMap::with_capacity(slots.len());
+    for (key, slot) in slots {
+        let value = match slot {
+            Slot::Ready(value) => value,
+            Slot::Pending(i) => match resolved.get_mut(i).and_then(Option::take) {
+                Some(Ok(value)) => value,
+                Some(Err(error)) => {
+                    ctx.add_error(error);
+                    continue;
+                }
+                None => continue,
+            },
+        };
+        object.insert(key, value);
+    }
+    if object.is_empty() {
+        return Ok(Value::Null);
+    }
+    Ok(Value::Object(object))
+}
+
+/// The output of a future that is ready at its first poll.
+fn now<F: Future>(future: F) -> Option<F::Output> {
+    let future = pin!(future);
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+/// [`PlainFields`] for a record type from its plain fields' GraphQL names.
+macro_rules! plain_fields {
+    ($record:ty { $($name:literal),+ $(,)? }) => {
+        impl $crate::schema::plain::PlainFields for $record {
+            const FIELDS: &'static [&'static str] = &[$($name),+];
+        }
+    };
+}
+
+pub(crate) use plain_fields;
