@@ -52,10 +52,10 @@ macro_rules! by_id {
         pub struct $key(pub String);
 
         impl Loader<$key> for FieldLoader {
-            type Value = $value;
+            type Value = Arc<$value>;
             type Error = LoadError;
 
-            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
+            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Arc<$value>>, LoadError> {
                 let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
                 let rows = self
                     .store
@@ -63,7 +63,10 @@ macro_rules! by_id {
                     .organization(&self.organization_guid)
                     .$method(&ids)
                     .await?;
-                Ok(rows.into_iter().map(|r| ($key(r.$id.clone()), r)).collect())
+                Ok(rows
+                    .into_iter()
+                    .map(|r| ($key(r.$id.clone()), Arc::new(r)))
+                    .collect())
             }
         }
     };
@@ -82,10 +85,13 @@ macro_rules! children {
         }
 
         impl Loader<$key> for FieldLoader {
-            type Value = Vec<$value>;
+            type Value = Arc<Vec<$value>>;
             type Error = LoadError;
 
-            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
+            async fn load(
+                &self,
+                keys: &[$key],
+            ) -> Result<HashMap<$key, Arc<Vec<$value>>>, LoadError> {
                 let mut grouped: HashMap<$key, Vec<$value>> =
                     keys.iter().map(|k| (k.clone(), Vec::new())).collect();
                 let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();
@@ -109,7 +115,10 @@ macro_rules! children {
                         grouped.entry(key).or_default().push(row);
                     }
                 }
-                Ok(grouped)
+                Ok(grouped
+                    .into_iter()
+                    .map(|(key, rows)| (key, Arc::new(rows)))
+                    .collect())
             }
         }
     };
