@@ -38,29 +38,23 @@ pub fn gql(error: impl Into<ApiError>) -> async_graphql::Error {
 }
 
 /// One value through the request's loader; `None` when the key names nothing.
-///
-/// The loader hands out rows shared (async-graphql's loader copies a value for each field
-/// that asked for it); a row asked for once is taken as it is, and only a row several fields
-/// asked for (one employee on many jobs) is copied.
 pub async fn load<K, V>(ctx: &Context<'_>, key: K) -> Result<Option<V>>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = Arc<V>, Error = super::loaders::LoadError>,
+    FieldLoader: Loader<K, Value = V, Error = super::loaders::LoadError>,
     V: Send + Sync + Clone + 'static,
 {
-    let shared = ctx
-        .data::<Loaders>()?
+    ctx.data::<Loaders>()?
         .load_one(key)
         .await
-        .map_err(|e| gql(ApiError::from_shared(&e)))?;
-    Ok(shared.map(Arc::unwrap_or_clone))
+        .map_err(|e| gql(ApiError::from_shared(&e)))
 }
 
 /// A record that must exist in the caller's organization, else NOT_FOUND.
 pub async fn require<K, V>(ctx: &Context<'_>, key: K, what: &str) -> Result<V>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = Arc<V>, Error = super::loaders::LoadError>,
+    FieldLoader: Loader<K, Value = V, Error = super::loaders::LoadError>,
     V: Send + Sync + Clone + 'static,
 {
     load(ctx, key)
@@ -72,7 +66,7 @@ where
 pub async fn children<K, V>(ctx: &Context<'_>, key: K) -> Result<Vec<V>>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = Arc<Vec<V>>, Error = super::loaders::LoadError>,
+    FieldLoader: Loader<K, Value = Vec<V>, Error = super::loaders::LoadError>,
     V: Send + Sync + Clone + 'static,
 {
     Ok(load(ctx, key).await?.unwrap_or_default())

@@ -52,10 +52,10 @@ macro_rules! by_id {
         pub struct $key(pub String);
 
         impl Loader<$key> for FieldLoader {
-            type Value = Arc<$value>;
+            type Value = $value;
             type Error = LoadError;
 
-            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Arc<$value>>, LoadError> {
+            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
                 let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
                 let rows = self
                     .store
@@ -63,10 +63,7 @@ macro_rules! by_id {
                     .organization(&self.organization_guid)
                     .$method(&ids)
                     .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|r| ($key(r.$id.clone()), Arc::new(r)))
-                    .collect())
+                Ok(rows.into_iter().map(|r| ($key(r.$id.clone()), r)).collect())
             }
         }
     };
@@ -85,13 +82,10 @@ macro_rules! children {
         }
 
         impl Loader<$key> for FieldLoader {
-            type Value = Arc<Vec<$value>>;
+            type Value = Vec<$value>;
             type Error = LoadError;
 
-            async fn load(
-                &self,
-                keys: &[$key],
-            ) -> Result<HashMap<$key, Arc<Vec<$value>>>, LoadError> {
+            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
                 let mut grouped: HashMap<$key, Vec<$value>> =
                     keys.iter().map(|k| (k.clone(), Vec::new())).collect();
                 let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();
@@ -115,10 +109,7 @@ macro_rules! children {
                         grouped.entry(key).or_default().push(row);
                     }
                 }
-                Ok(grouped
-                    .into_iter()
-                    .map(|(key, rows)| (key, Arc::new(rows)))
-                    .collect())
+                Ok(grouped)
             }
         }
     };
