@@ -92,8 +92,8 @@ type FieldFuture<'a> = Pin<Box<dyn Future<Output = ServerResult<Value>> + Send +
 /// Where a response key's value comes from.
 enum Slot {
     Ready(Value),
-    /// The index of its future among the record's pending ones.
-    Pending(usize),
+    /// The next of the record's pending futures (they are kept in the selection's order).
+    Pending,
 }
 
 async fn resolve_plain<'a, T: PlainFields>(
@@ -130,27 +130,19 @@ async fn resolve_plain<'a, T: PlainFields>(
                     let ctx_field = ctx.with_field(field);
                     Ok(record.resolve_field(&ctx_field).await?.unwrap_or_default())
                 }));
-                Slot::Pending(pending.len() - 1)
+                Slot::Pending
             }
         };
         slots.push((field.node.response_key().node.clone(), slot));
     }
-    let mut resolved: Vec<Option<ServerResult<Value>>> = if pending.is_empty() {
-        Vec::new()
-    } else {
-        futures_util::future::join_all(pending)
-            .await
-            .into_iter()
-            .map(Some)
-            .collect()
-    };
+    let mut resolved = futures_util::future::join_all(pending).await.into_iter();
     // As async-graphql does: a field that failed is left out and its error noted; the others
     // stand, in the order they were selected (GraphQL's "ordered as the selection set").
     let mut object: IndexMap<Name, Value> = IndexMap::with_capacity(slots.len());
     for (key, slot) in slots {
         let value = match slot {
             Slot::Ready(value) => value,
-            Slot::Pending(i) => match resolved.get_mut(i).and_then(Option::take) {
+            Slot::Pending => match resolved.next() {
                 Some(Ok(value)) => value,
                 Some(Err(error)) => {
                     ctx.add_error(error);
@@ -186,3 +178,83 @@ macro_rules! plain_fields {
 }
 
 pub(crate) use plain_fields;
+
+#[cfg(test)]
+mod tests {
+    use async_graphql::{EmptyMutation, EmptySubscription, Object, Result, Schema};
+
+    use super::*;
+
+    /// A record whose list of plain fields is wrong on purpose: `waits` is not ready at its
+    /// first poll, and `fails` fails at once.
+    struct Record;
+
+    #[Object]
+    impl Record {
+        async fn ready(&self) -> i32 {
+            1
+        }
+
+        async fn waits(&self) -> i32 {
+            tokio::task::yield_now().await;
+            2
+        }
+
+        async fn fails(&self) -> Result<Option<i32>> {
+            Err("refused".into())
+        }
+    }
+
+    plain_fields!(Record {
+        "ready",
+        "waits",
+        "fails"
+    });
+
+    struct Query;
+
+    #[Object]
+    impl Query {
+        async fn record(&self) -> Plain<Record> {
+            Plain(Record)
+        }
+    }
+
+    async fn run(query: &str) -> serde_json::Value {
+        let schema = Schema::new(Query, EmptyMutation, EmptySubscription);
+        serde_json::to_value(schema.execute(query).await).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_field_listed_wrongly_answers_as_async_graphql_does() {
+        let direct = run("{ record { waits fails ready __typename } }").await;
+        // In a fragment: async-graphql's own path.
+        let standard = run("{ record { ... on Record { waits fails ready __typename } } }").await;
+        assert_eq!(direct["data"], standard["data"]);
+        assert_eq!(
+            direct["data"]["record"],
+            serde_json::json!({ "waits": 2, "ready": 1, "__typename": "Record" })
+        );
+        for body in [&direct, &standard] {
+            assert_eq!(body["errors"][0]["message"], "refused", "{body}");
+            assert_eq!(
+                body["errors"][0]["path"],
+                serde_json::json!(["record", "fails"])
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn keys_keep_the_selection_order_around_a_field_that_waits() {
+        let schema = Schema::new(Query, EmptyMutation, EmptySubscription);
+        let response = schema.execute("{ record { waits ready } }").await;
+        let Value::Object(data) = response.data else {
+            panic!("no data: {:?}", response.errors);
+        };
+        let Some(Value::Object(record)) = data.get("record") else {
+            panic!("no record: {data:?}");
+        };
+        let keys: Vec<&str> = record.keys().map(|key| key.as_str()).collect();
+        assert_eq!(keys, ["waits", "ready"]);
+    }
+}
