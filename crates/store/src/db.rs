@@ -11,7 +11,8 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
 use crate::error::StoreError;
-use crate::pool::Pool;
+use crate::pool::{Connector, Pool};
+use crate::sqlite_inline::OpenMode;
 use crate::tenant::{TenantId, TenantStore};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -363,6 +364,7 @@ impl Database {
         let after_connect: crate::pool::AfterConnect = Arc::new(move |conn| {
             Box::pin(async move {
                 if backend == Backend::Sqlite {
+                    // Every SQLite connection, sqlx's and the inline ones (`SQLITE_PRAGMAS`).
                     // WAL lets readers run beside the one writer; busy_timeout makes a
                     // writer wait for the lock instead of failing at once. No memory map:
                     // a connection that finds the database changed by another connection
@@ -386,22 +388,41 @@ impl Database {
         });
         // ACQUIRE_TIMEOUT bounds how long a request waits for a database that does not
         // answer: then it gets a 503 (docs/deployment.md, Faults).
-        let pool = Pool::new(
-            options.clone(),
-            pool_size(backend),
-            ACQUIRE_TIMEOUT,
-            after_connect,
-        );
-        // The first connection is opened here, so that a database that cannot be reached
-        // stops the start with its error.
-        let mut conn = pool.acquire().await.map_err(StoreError::Unavailable)?;
+        let connector = match inline_sqlite_file(url, backend) {
+            Some((path, mode)) => Connector::Inline {
+                path,
+                mode,
+                setup: SQLITE_PRAGMAS,
+                slow: SLOW_STATEMENT,
+            },
+            None => Connector::Sqlx {
+                options: options.clone(),
+                after_connect: Arc::clone(&after_connect),
+            },
+        };
+        let pool = Pool::new(connector, pool_size(backend), ACQUIRE_TIMEOUT);
         let migrator = match backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
+        // The first connection is opened here, so that a database that cannot be reached
+        // stops the start with its error.
+        let mut conn = pool.acquire().await.map_err(StoreError::Unavailable)?;
         // On PostgreSQL the migrator holds an advisory lock while it works, so nodes that
-        // start together apply each migration once (tested by the store suite).
-        migrator.run_direct(&mut *conn).await?;
+        // start together apply each migration once (tested by the store suite). The
+        // migrator wants sqlx's connection: an inline pool's file is migrated on one of
+        // sqlx's, opened for it and closed.
+        match conn.as_sqlx() {
+            Some(sqlx_conn) => migrator.run_direct(sqlx_conn).await?,
+            None => {
+                let mut sqlx_conn = AnyConnection::connect_with(&options)
+                    .await
+                    .map_err(StoreError::Unavailable)?;
+                after_connect(&mut sqlx_conn).await?;
+                migrator.run_direct(&mut sqlx_conn).await?;
+                sqlx_conn.close().await?;
+            }
+        }
         conn.settle();
         drop(conn);
         Ok(Database {
@@ -486,17 +507,47 @@ fn connect_options(url: &str, backend: Backend) -> Result<AnyConnectOptions, Sto
         .map_err(|_| StoreError::UnsupportedUrl)
 }
 
+/// The file and mode of an SQLite URL whose statements the pool runs inline: a file (not
+/// in memory) with no setting in its URL but `mode` (ro, rw, rwc). Any other URL is left to
+/// sqlx's driver, which reads every setting.
+fn inline_sqlite_file(url: &str, backend: Backend) -> Option<(std::path::PathBuf, OpenMode)> {
+    if backend != Backend::Sqlite {
+        return None;
+    }
+    let (_, query) = sqlite_url_parts(url);
+    let mut mode = OpenMode::Rwc;
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        mode = match pair {
+            "mode=ro" => OpenMode::Ro,
+            "mode=rw" => OpenMode::Rw,
+            "mode=rwc" => OpenMode::Rwc,
+            _ => return None,
+        };
+    }
+    let options = SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename();
+    if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
+        return None;
+    }
+    Some((path.to_path_buf(), mode))
+}
+
+/// An SQLite URL's database and query, as sqlx reads them (`sqlite://PATH?QUERY` or
+/// `sqlite:PATH?QUERY`).
+fn sqlite_url_parts(url: &str) -> (&str, &str) {
+    let rest = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    rest.split_once('?').unwrap_or((rest, ""))
+}
+
 /// Creates an SQLite database file that does not exist yet, readable and writable by its
 /// owner alone: it holds every password and secret hash, and SQLite would create it 0644
 /// (less the umask). SQLite gives the `-wal` and `-shm` files it creates beside it the
 /// database file's mode. A file that exists keeps the mode its operator gave it; a URL that
 /// does not create (`mode=ro`, `mode=rw`, in memory) is left to SQLite.
 fn create_sqlite_file(url: &str) -> Result<(), StoreError> {
-    // The URL's shape as sqlx reads it (`sqlite://PATH?QUERY` or `sqlite:PATH?QUERY`).
-    let rest = url
-        .trim_start_matches("sqlite://")
-        .trim_start_matches("sqlite:");
-    let (database, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (database, query) = sqlite_url_parts(url);
     let mode = query.split('&').find_map(|pair| pair.strip_prefix("mode="));
     if database.is_empty() || database == ":memory:" || mode.is_some_and(|mode| mode != "rwc") {
         return Ok(());

@@ -37,6 +37,7 @@ mod revision;
 mod second_factors;
 mod session_ends;
 mod signin_failures;
+mod sqlite_inline;
 mod tenant;
 mod tenants;
 mod tenants_admin;

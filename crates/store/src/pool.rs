@@ -12,28 +12,190 @@
 //! The rest is what the store used of sqlx's pool: a bound on the connections, a bound on the
 //! wait for one (then `PoolTimedOut`, a 503 to the client), a ping for a connection idle a
 //! while before it is handed out, and the settings each new SQLite connection needs.
+//!
+//! An SQLite file's connections run their statements on the calling thread
+//! (`sqlite_inline.rs`); PostgreSQL's, and an SQLite database that is not a plain file, are
+//! sqlx's.
 
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, BoxStream, StreamExt, TryStreamExt};
-use sqlx::any::{AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo};
+use std::borrow::Cow;
+
+use sqlx::any::{
+    AnyArguments, AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo,
+};
 use sqlx::{Any, AnyConnection, Connection, Either, Execute, Executor, TransactionManager};
+use sqlx_core::any::AnyValueKind;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::sqlite_inline::{InlineSqlite, OpenMode, Progress, Ran, Results};
 
 /// A connection idle this long is pinged before it is handed out; one used moments ago is
 /// not (as HikariCP's alive-bypass window): a connection broken while idle (a database
 /// restart, a proxy's idle timeout) is found here rather than by a request's statement.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
-/// Runs on every new connection before its first use (SQLite's pragmas).
+/// Runs on every new sqlx connection before its first use.
 pub(crate) type AfterConnect =
     Arc<dyn Fn(&mut AnyConnection) -> BoxFuture<'_, Result<(), sqlx::Error>> + Send + Sync>;
+
+/// How the pool opens a connection.
+pub(crate) enum Connector {
+    /// sqlx's connection, set up by `after_connect`.
+    Sqlx {
+        options: AnyConnectOptions,
+        after_connect: AfterConnect,
+    },
+    /// An SQLite file, its statements run on the calling thread, set up by `setup`.
+    Inline {
+        path: PathBuf,
+        mode: OpenMode,
+        setup: &'static str,
+        slow: Duration,
+    },
+}
+
+/// A connection of the pool.
+pub(crate) enum Conn {
+    Sqlx(AnyConnection),
+    /// Boxed: its statement cache and splits make it several times the size of sqlx's.
+    Inline(Box<InlineSqlite>),
+    /// An inline connection on the blocking pool, waiting for a lock another process holds.
+    /// Left here only if the statement's future was dropped meanwhile: the connection is
+    /// then closed when that thread is done with it, and this one is never pooled.
+    Lent,
+}
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Conn::Sqlx(_) => f.write_str("Conn::Sqlx"),
+            Conn::Inline(_) => f.write_str("Conn::Inline"),
+            Conn::Lent => f.write_str("Conn::Lent"),
+        }
+    }
+}
+
+impl Conn {
+    /// Whether the connection still answers. A file's connection cannot break while idle.
+    async fn ping(&mut self) -> Result<(), sqlx::Error> {
+        match self {
+            Conn::Sqlx(conn) => conn.ping().await,
+            Conn::Inline(_) => Ok(()),
+            Conn::Lent => Err(lent()),
+        }
+    }
+
+    /// Closes the connection, which rolls back whatever it left open.
+    async fn close(self) {
+        match self {
+            Conn::Sqlx(conn) => {
+                let _ = conn.close().await;
+            }
+            Conn::Inline(conn) => drop(conn),
+            Conn::Lent => {}
+        }
+    }
+
+    async fn begin(&mut self) -> Result<(), sqlx::Error> {
+        match self {
+            Conn::Sqlx(conn) => {
+                <Any as sqlx::Database>::TransactionManager::begin(conn, None).await
+            }
+            // sqlx's SQLite driver begins deferred too; writers hold the process's turn.
+            Conn::Inline(_) | Conn::Lent => self.run_inline("BEGIN", None).await.map(drop),
+        }
+    }
+
+    async fn commit(&mut self) -> Result<(), sqlx::Error> {
+        match self {
+            Conn::Sqlx(conn) => <Any as sqlx::Database>::TransactionManager::commit(conn).await,
+            Conn::Inline(_) | Conn::Lent => self.run_inline("COMMIT", None).await.map(drop),
+        }
+    }
+
+    async fn rollback(&mut self) -> Result<(), sqlx::Error> {
+        match self {
+            Conn::Sqlx(conn) => <Any as sqlx::Database>::TransactionManager::rollback(conn).await,
+            Conn::Inline(_) | Conn::Lent => self.run_inline("ROLLBACK", None).await.map(drop),
+        }
+    }
+
+    /// The sqlx connection, for what only sqlx does on it (the migrator), or `None` for a
+    /// connection of the store's own.
+    pub(crate) fn as_sqlx(&mut self) -> Option<&mut AnyConnection> {
+        match self {
+            Conn::Sqlx(conn) => Some(conn),
+            Conn::Inline(_) | Conn::Lent => None,
+        }
+    }
+
+    /// Runs `sql` on an inline connection here and now, unless a statement needs a lock
+    /// another process holds (a CLI command's transaction): then the rest of the run waits
+    /// for it on the blocking pool, as sqlx's connection thread would, and this thread goes
+    /// on with other requests.
+    async fn run_inline(
+        &mut self,
+        sql: &str,
+        arguments: Option<AnyArguments<'_>>,
+    ) -> Result<Results, sqlx::Error> {
+        let values = arguments.map(|a| a.values.0).unwrap_or_default();
+        let progress = match self {
+            Conn::Inline(inline) => match inline.run_from(sql, &values, Progress::default())? {
+                Ran::Done(results) => return Ok(results),
+                Ran::Busy(progress) => progress,
+            },
+            Conn::Sqlx(_) | Conn::Lent => return Err(lent()),
+        };
+        let mut inline = match std::mem::replace(self, Conn::Lent) {
+            Conn::Inline(inline) => inline,
+            other => {
+                *self = other;
+                return Err(lent());
+            }
+        };
+        let sql = sql.to_owned();
+        let values: Vec<AnyValueKind<'static>> = values.into_iter().map(owned).collect();
+        let (inline, results) = tokio::task::spawn_blocking(move || {
+            let results = inline.run_waiting(&sql, &values, progress);
+            (inline, results)
+        })
+        .await
+        .map_err(|_| sqlx::Error::WorkerCrashed)?;
+        *self = Conn::Inline(inline);
+        results
+    }
+}
+
+/// An argument that no longer borrows from the query, for a blocking thread.
+fn owned(value: AnyValueKind<'_>) -> AnyValueKind<'static> {
+    match value {
+        AnyValueKind::Text(text) => AnyValueKind::Text(Cow::Owned(text.into_owned())),
+        AnyValueKind::Blob(blob) => AnyValueKind::Blob(Cow::Owned(blob.into_owned())),
+        AnyValueKind::Null(kind) => AnyValueKind::Null(kind),
+        AnyValueKind::Bool(b) => AnyValueKind::Bool(b),
+        AnyValueKind::SmallInt(i) => AnyValueKind::SmallInt(i),
+        AnyValueKind::Integer(i) => AnyValueKind::Integer(i),
+        AnyValueKind::BigInt(i) => AnyValueKind::BigInt(i),
+        AnyValueKind::Real(r) => AnyValueKind::Real(r),
+        AnyValueKind::Double(d) => AnyValueKind::Double(d),
+        // Non-exhaustive; `bind` refuses a kind it does not know, so this never binds.
+        _ => AnyValueKind::Null(sqlx::any::AnyTypeInfoKind::Null),
+    }
+}
+
+/// A connection left on the blocking pool by a statement whose caller went away.
+fn lent() -> sqlx::Error {
+    sqlx::Error::Protocol("the connection was given up mid-statement".to_owned())
+}
 
 /// A bounded pool of connections to one database. Cheap to clone; clones share it.
 #[derive(Clone)]
@@ -42,8 +204,7 @@ pub(crate) struct Pool {
 }
 
 struct Shared {
-    options: AnyConnectOptions,
-    after_connect: AfterConnect,
+    connector: Connector,
     max: u32,
     acquire_timeout: Duration,
     /// One permit per connection that may be open; a connection in use, or being closed,
@@ -57,7 +218,7 @@ struct Shared {
 }
 
 struct Idle {
-    conn: AnyConnection,
+    conn: Conn,
     since: Instant,
 }
 
@@ -73,16 +234,10 @@ impl fmt::Debug for Pool {
 
 impl Pool {
     /// A pool that opens its connections on first use, `max` at most.
-    pub(crate) fn new(
-        options: AnyConnectOptions,
-        max: u32,
-        acquire_timeout: Duration,
-        after_connect: AfterConnect,
-    ) -> Pool {
+    pub(crate) fn new(connector: Connector, max: u32, acquire_timeout: Duration) -> Pool {
         Pool {
             shared: Arc::new(Shared {
-                options,
-                after_connect,
+                connector,
                 max,
                 acquire_timeout,
                 permits: Arc::new(Semaphore::new(max as usize)),
@@ -135,7 +290,7 @@ impl Pool {
     /// A connection in a transaction (`BEGIN`).
     pub(crate) async fn begin(&self) -> Result<PoolTransaction, sqlx::Error> {
         let mut conn = self.acquire().await?;
-        <Any as sqlx::Database>::TransactionManager::begin(&mut conn, None).await?;
+        conn.begin().await?;
         Ok(PoolTransaction { conn })
     }
 
@@ -161,7 +316,7 @@ impl Pool {
         let all = shared.permits.acquire_many(shared.max).await;
         let idle: Vec<Idle> = std::mem::take(&mut *shared.lock_idle());
         for Idle { conn, .. } in idle {
-            let _ = conn.close().await;
+            conn.close().await;
             shared.open.fetch_sub(1, Ordering::AcqRel);
         }
         drop(all);
@@ -186,10 +341,29 @@ impl Shared {
         idle
     }
 
-    async fn connect(&self) -> Result<AnyConnection, sqlx::Error> {
-        let mut conn = AnyConnection::connect_with(&self.options).await?;
-        (self.after_connect)(&mut conn).await?;
-        Ok(conn)
+    async fn connect(&self) -> Result<Conn, sqlx::Error> {
+        match &self.connector {
+            Connector::Sqlx {
+                options,
+                after_connect,
+            } => {
+                let mut conn = AnyConnection::connect_with(options).await?;
+                after_connect(&mut conn).await?;
+                Ok(Conn::Sqlx(conn))
+            }
+            Connector::Inline {
+                path,
+                mode,
+                setup,
+                slow,
+            } => {
+                let (path, mode, setup, slow) = (path.clone(), *mode, *setup, *slow);
+                tokio::task::spawn_blocking(move || InlineSqlite::open(&path, mode, setup, slow))
+                    .await
+                    .map_err(|_| sqlx::Error::WorkerCrashed)?
+                    .map(|inline| Conn::Inline(Box::new(inline)))
+            }
+        }
     }
 }
 
@@ -198,7 +372,7 @@ impl Shared {
 /// rolls back whatever it left open, and its place in the pool is free once it has closed.
 pub(crate) struct PooledConnection {
     /// Taken out only by `drop`.
-    conn: ManuallyDrop<AnyConnection>,
+    conn: ManuallyDrop<Conn>,
     settled: bool,
     shared: Arc<Shared>,
     permit: Option<OwnedSemaphorePermit>,
@@ -229,15 +403,15 @@ impl PooledConnection {
 }
 
 impl Deref for PooledConnection {
-    type Target = AnyConnection;
+    type Target = Conn;
 
-    fn deref(&self) -> &AnyConnection {
+    fn deref(&self) -> &Conn {
         &self.conn
     }
 }
 
 impl DerefMut for PooledConnection {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
+    fn deref_mut(&mut self) -> &mut Conn {
         // Whoever writes to it may leave it mid-statement, until they settle it again.
         self.settled = false;
         &mut self.conn
@@ -261,8 +435,15 @@ impl Drop for PooledConnection {
         // Closed while holding the permit, so that no connection is opened in its place
         // before this one has let go of its locks (SQLite's write lock, PostgreSQL's rows).
         let permit = self.permit.take();
+        if let Conn::Inline(_) | Conn::Lent = conn {
+            // Closed here and now: nothing to wait for.
+            drop(conn);
+            shared.open.fetch_sub(1, Ordering::AcqRel);
+            drop(permit);
+            return;
+        }
         let close = async move {
-            let _ = conn.close().await;
+            conn.close().await;
             shared.open.fetch_sub(1, Ordering::AcqRel);
             drop(permit);
         };
@@ -292,30 +473,116 @@ impl fmt::Debug for PoolTransaction {
 
 impl PoolTransaction {
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
-        <Any as sqlx::Database>::TransactionManager::commit(&mut self.conn).await?;
+        self.conn.commit().await?;
         self.conn.settle();
         Ok(())
     }
 
     pub(crate) async fn rollback(mut self) -> Result<(), sqlx::Error> {
-        <Any as sqlx::Database>::TransactionManager::rollback(&mut self.conn).await?;
+        self.conn.rollback().await?;
         self.conn.settle();
         Ok(())
     }
 }
 
 impl Deref for PoolTransaction {
-    type Target = AnyConnection;
+    type Target = Conn;
 
-    fn deref(&self) -> &AnyConnection {
+    fn deref(&self) -> &Conn {
         &self.conn
     }
 }
 
 impl DerefMut for PoolTransaction {
-    fn deref_mut(&mut self) -> &mut AnyConnection {
+    fn deref_mut(&mut self) -> &mut Conn {
         &mut self.conn
     }
+}
+
+/// A query's text and arguments, run on an inline connection: every row read.
+async fn run_query<'q, E>(conn: &mut Conn, mut query: E) -> Result<Results, sqlx::Error>
+where
+    E: 'q + Execute<'q, Any>,
+{
+    let arguments = query.take_arguments().map_err(sqlx::Error::Encode)?;
+    conn.run_inline(query.sql(), arguments).await
+}
+
+/// Statements on one connection: sqlx's, or an inline one's (`Conn::run_inline`). Prepared statements are not handed out by inline
+/// connections: the store never asks for one, and each connection keeps its own.
+impl<'c> Executor<'c> for &'c mut Conn {
+    type Database = Any;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        match self {
+            Conn::Sqlx(conn) => conn.fetch_many(query),
+            Conn::Inline(_) | Conn::Lent => stream::once(run_query(self, query))
+                .map_ok(|results| stream::iter(results.into_iter().map(Ok)))
+                .try_flatten()
+                .boxed(),
+        }
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<AnyRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        match self {
+            Conn::Sqlx(conn) => conn.fetch_optional(query),
+            Conn::Inline(_) | Conn::Lent => Box::pin(async move {
+                let results = run_query(self, query).await?;
+                Ok(results.into_iter().find_map(Either::right))
+            }),
+        }
+    }
+
+    fn prepare_with<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+        parameters: &'e [AnyTypeInfo],
+    ) -> BoxFuture<'e, Result<AnyStatement<'q>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        match self {
+            Conn::Sqlx(conn) => conn.prepare_with(sql, parameters),
+            Conn::Inline(_) | Conn::Lent => {
+                Box::pin(std::future::ready(Err(not_inline("prepare"))))
+            }
+        }
+    }
+
+    fn describe<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+    ) -> BoxFuture<'e, Result<sqlx::Describe<Any>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        match self {
+            Conn::Sqlx(conn) => conn.describe(sql),
+            Conn::Inline(_) | Conn::Lent => {
+                Box::pin(std::future::ready(Err(not_inline("describe"))))
+            }
+        }
+    }
+}
+
+fn not_inline(what: &str) -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "an inline SQLite connection does not {what} statements"
+    ))
 }
 
 /// Statements on the pool, as on sqlx's: each takes a connection for itself. The rows are
@@ -496,6 +763,47 @@ mod tests {
         if let Some(db) = TestDatabase::postgres().await {
             a_transaction_dropped_before_its_end_is_closed_and_rolled_back(db).await;
         }
+    }
+
+    /// SQLite: a statement that needs the write lock while another process holds it waits
+    /// for it off the calling thread (which goes on with other tasks meanwhile), then runs.
+    #[tokio::test]
+    async fn sqlite_a_statement_waiting_for_another_process_leaves_the_thread_free() {
+        let db = TestDatabase::sqlite();
+        let pool = pool_of(&db).await;
+        sqlx::query("CREATE TABLE pool_rows (x INTEGER)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let writer = pool.clone();
+        let write = tokio::spawn(async move {
+            sqlx::query("INSERT INTO pool_rows VALUES (1)")
+                .execute(&writer)
+                .await
+        });
+        // On this test's one thread: a write that waited here would hold the thread for
+        // its busy timeout, and this sleep would end only after that.
+        let asleep = Instant::now();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            asleep.elapsed() < crate::sqlite_inline::BUSY_WAIT,
+            "the thread was held while the write waited for the lock"
+        );
+        assert!(!write.is_finished(), "the write did not wait for the lock");
+        sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+        let written = write.await.unwrap().unwrap();
+        assert_eq!(written.rows_affected(), 1);
+        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pool_rows")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(rows, 1);
+        assert_eq!((pool.size(), pool.num_idle()), (1, 1));
     }
 
     /// An acquire dropped while it pings a connection idle for a while (a request that went

@@ -147,7 +147,7 @@ impl<'a> TenantStore<'a> {
             .map_err(|_| StoreError::Unavailable(sqlx::Error::WorkerCrashed))?
     }
 
-    pub(crate) fn in_tx<'t>(&self, tx: &'t mut Transaction) -> &'t mut sqlx::AnyConnection {
+    pub(crate) fn in_tx<'t>(&self, tx: &'t mut Transaction) -> &'t mut crate::pool::Conn {
         self.store.count_statement();
         &mut tx.tx
     }

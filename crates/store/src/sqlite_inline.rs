@@ -1,0 +1,501 @@
+//! SQLite statements run on the thread that asks, not on a thread of the connection's own.
+//!
+//! sqlx's SQLite driver gives each connection a thread and sends it every statement over a
+//! channel: a statement is two context switches, and its rows are converted twice (to
+//! `SqliteRow`, then to `AnyRow`). On one core that was a quarter of an API query's CPU and a
+//! tenth of a refresh's (docs/performance.md). A statement on a file database takes
+//! microseconds (reads never wait for the one writer in WAL mode, and writers take the
+//! process's turn before they write), so the store's pool runs them here, with rusqlite on
+//! the same libsqlite3 that sqlx links, and hands the rest of the store the same `AnyRow`s
+//! and errors sqlx's driver would: the decoders, the error mapping and the tests are shared
+//! by both paths. sqlx still opens the migrations' and the checkpoints' connections.
+//!
+//! What each value becomes follows sqlx's driver (`AnyRow::map_from` on a `SqliteRow`): by
+//! the value's own type (an integer is a `BigInt`, text a `Text`), and a refusal's code is
+//! SQLite's extended result code, so `ErrorKind` (unique, foreign key) reads the same.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{ffi, Connection, OpenFlags, Statement};
+use sqlx::error::{DatabaseError, ErrorKind};
+use sqlx::Either;
+use sqlx_core::any::{
+    AnyColumn, AnyQueryResult, AnyRow, AnyTypeInfo, AnyTypeInfoKind, AnyValue, AnyValueKind,
+};
+use sqlx_core::connection::LogSettings;
+use sqlx_core::ext::ustr::UStr;
+use sqlx_core::logger::QueryLogger;
+
+/// Prepared statements kept per connection: the store has about a hundred distinct texts on
+/// its paths, and `IN` lists of each length are one more each.
+const STATEMENT_CACHE: usize = 256;
+/// Multi-statement texts whose split is kept; past this the split is found again.
+const SPLITS_KEPT: usize = 64;
+
+/// How long a statement waits for a lock another process holds (a CLI command's
+/// transaction), on a blocking thread: the `busy_timeout` of every SQLite connection.
+pub(crate) const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// One statement's or one batch's results, as sqlx's executor streams them: each
+/// statement's rows, then its `AnyQueryResult`.
+pub(crate) type Results = Vec<Either<AnyQueryResult, AnyRow>>;
+
+/// How far a run got: the next statement, the bare parameters taken, the results so far.
+#[derive(Default)]
+pub(crate) struct Progress {
+    next: usize,
+    bare_used: usize,
+    results: Results,
+}
+
+/// A run's end: all its results, or where it stopped for a lock another process holds.
+pub(crate) enum Ran {
+    Done(Results),
+    Busy(Progress),
+}
+
+/// Why a statement stopped: a lock another process holds, or anything else.
+enum Failed {
+    Busy,
+    Error(sqlx::Error),
+}
+
+impl From<rusqlite::Error> for Failed {
+    fn from(error: rusqlite::Error) -> Failed {
+        match error {
+            rusqlite::Error::SqliteFailure(failure, _)
+                if failure.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                Failed::Busy
+            }
+            other => Failed::Error(refusal(other)),
+        }
+    }
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(error: sqlx::Error) -> Failed {
+        Failed::Error(error)
+    }
+}
+
+/// A connection to an SQLite file, used by one thread at a time.
+pub(crate) struct InlineSqlite {
+    conn: Connection,
+    /// Where each statement of a multi-statement text ends, found once per text.
+    splits: HashMap<Box<str>, Arc<[Range<usize>]>>,
+    log: LogSettings,
+}
+
+impl fmt::Debug for InlineSqlite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InlineSqlite").finish_non_exhaustive()
+    }
+}
+
+/// How a connection opens the file (the URL's `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    /// `mode=ro`
+    Ro,
+    /// `mode=rw`
+    Rw,
+    /// `mode=rwc`, the default: read, write, and create the file if it is missing.
+    Rwc,
+}
+
+impl InlineSqlite {
+    /// Opens the file and runs `setup` (the store's pragmas) before its first statement; for
+    /// a blocking thread.
+    pub(crate) fn open(
+        path: &Path,
+        mode: OpenMode,
+        setup: &str,
+        slow: Duration,
+    ) -> Result<InlineSqlite, sqlx::Error> {
+        let access = match mode {
+            OpenMode::Ro => OpenFlags::SQLITE_OPEN_READ_ONLY,
+            OpenMode::Rw => OpenFlags::SQLITE_OPEN_READ_WRITE,
+            OpenMode::Rwc => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        };
+        // No mutex: the pool hands a connection to one user at a time.
+        let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(path, flags).map_err(refusal)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let mut inline = InlineSqlite {
+            conn,
+            splits: HashMap::new(),
+            log: log_settings(slow),
+        };
+        // sqlx's driver turns foreign keys on for every connection; the store's own
+        // settings come after, as on sqlx's connections. Opened on a blocking thread, it
+        // may wait for locks; after that it never does on its own (`run_from`).
+        let setup = format!("PRAGMA foreign_keys = ON; {setup}");
+        inline.run_waiting(&setup, &[], Progress::default())?;
+        inline.conn.busy_timeout(Duration::ZERO).map_err(refusal)?;
+        Ok(inline)
+    }
+
+    /// Runs `sql` (one statement or several, separated by `;`) from `progress` on, with
+    /// `values` bound by their numbers (`$1`, `?1`; a bare `?` takes the next one), every row
+    /// read. A statement that needs a lock another process holds stops the run there,
+    /// undone ([`Ran::Busy`]): the connection does not wait for it (its busy timeout is 0)
+    /// unless [`InlineSqlite::run_waiting`] runs it.
+    pub(crate) fn run_from(
+        &mut self,
+        sql: &str,
+        values: &[AnyValueKind<'_>],
+        mut progress: Progress,
+    ) -> Result<Ran, sqlx::Error> {
+        let statements = self.split(sql);
+        while let Some(range) = statements.get(progress.next) {
+            let text = &sql[range.clone()];
+            let before = progress.results.len();
+            // An empty statement (`;;`) is nothing to SQLite, and no statement to prepare.
+            if !text.trim().trim_end_matches(';').trim().is_empty() {
+                match self.run_one(text, values, &mut progress) {
+                    Ok(()) => {}
+                    Err(Failed::Busy) => {
+                        // Nothing of a statement that found the lock taken has run; rows
+                        // it read before (none, in WAL mode) are read again.
+                        progress.results.truncate(before);
+                        return Ok(Ran::Busy(progress));
+                    }
+                    Err(Failed::Error(error)) => return Err(error),
+                }
+            }
+            progress.next += 1;
+        }
+        Ok(Ran::Done(progress.results))
+    }
+
+    /// [`InlineSqlite::run_from`], waiting up to [`BUSY_WAIT`] for each lock another process
+    /// holds (SQLite's busy handler, as on sqlx's connections): for a blocking thread.
+    pub(crate) fn run_waiting(
+        &mut self,
+        sql: &str,
+        values: &[AnyValueKind<'_>],
+        progress: Progress,
+    ) -> Result<Results, sqlx::Error> {
+        self.conn.busy_timeout(BUSY_WAIT).map_err(refusal)?;
+        let ran = self.run_from(sql, values, progress);
+        self.conn.busy_timeout(Duration::ZERO).map_err(refusal)?;
+        match ran? {
+            Ran::Done(results) => Ok(results),
+            Ran::Busy(_) => Err(sqlx::Error::Database(Box::new(SqliteRefusal {
+                code: ffi::SQLITE_BUSY,
+                message: "database is locked".to_owned(),
+            }))),
+        }
+    }
+
+    /// One statement: its rows and its result go to `progress`, and the bare parameters it
+    /// took are counted there, only once it has run to its end.
+    fn run_one(
+        &mut self,
+        text: &str,
+        values: &[AnyValueKind<'_>],
+        progress: &mut Progress,
+    ) -> Result<(), Failed> {
+        let mut logger = QueryLogger::new(text, self.log.clone());
+        let mut statement = self.conn.prepare_cached(text).map_err(Failed::from)?;
+        let bare_taken = bind(&mut statement, values, progress.bare_used)?;
+        let columns = Columns::of(&statement);
+        let mut rows = statement.raw_query();
+        while let Some(row) = rows.next().map_err(Failed::from)? {
+            logger.increment_rows_returned();
+            progress.results.push(Either::Right(columns.row(row)?));
+        }
+        drop(rows);
+        // As sqlx's driver: the connection's count of the last write (so a read reports
+        // the write before it), and the last rowid.
+        let changes = self.conn.changes();
+        logger.increase_rows_affected(changes);
+        progress.results.push(Either::Left(AnyQueryResult {
+            rows_affected: changes,
+            last_insert_id: Some(self.conn.last_insert_rowid()),
+        }));
+        progress.bare_used += bare_taken;
+        Ok(())
+    }
+
+    /// The ranges of `sql`'s statements. A text without a `;` before its end is one.
+    fn split(&mut self, sql: &str) -> Arc<[Range<usize>]> {
+        let body = sql.trim_end().trim_end_matches(';');
+        if !body.contains(';') {
+            return std::iter::once(0..sql.len()).collect();
+        }
+        if let Some(split) = self.splits.get(sql) {
+            return Arc::clone(split);
+        }
+        let split: Arc<[Range<usize>]> = Arc::from(statement_ranges(sql));
+        if self.splits.len() >= SPLITS_KEPT {
+            self.splits.clear();
+        }
+        self.splits.insert(Box::from(sql), Arc::clone(&split));
+        split
+    }
+}
+
+/// sqlx's defaults (every statement at debug level), with `slow` statements a warning.
+fn log_settings(slow: Duration) -> LogSettings {
+    let mut settings = LogSettings::default();
+    settings.slow_statements_level = log::LevelFilter::Warn;
+    settings.slow_statements_duration = slow;
+    settings
+}
+
+/// Where each statement of `sql` ends: at a `;` that completes a statement by SQLite's own
+/// reading (`sqlite3_complete`: not inside a string, a comment or a trigger's body). Text
+/// after the last one that holds more than blanks is a statement of its own.
+fn statement_ranges(sql: &str) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    for (end, _) in sql.match_indices(';') {
+        if end >= start && is_complete(&sql[start..=end]) {
+            ranges.push(start..end + 1);
+            start = end + 1;
+        }
+    }
+    if !sql[start..].trim().is_empty() {
+        ranges.push(start..sql.len());
+    }
+    ranges
+}
+
+fn is_complete(text: &str) -> bool {
+    let Ok(text) = CString::new(text) else {
+        return false;
+    };
+    // SAFETY: `sqlite3_complete` reads the NUL-terminated string it is given and nothing
+    // else; `text` outlives the call.
+    #[allow(unsafe_code)]
+    let complete = unsafe { ffi::sqlite3_complete(text.as_ptr()) };
+    complete != 0
+}
+
+/// Binds each of the statement's parameters to its argument, as sqlx's driver does: `$N`
+/// and `?N` to the Nth, a bare `?` to the next after those the batch's earlier bare ones
+/// took. A parameter without an argument stays NULL. Returns how many bare ones it took.
+fn bind(
+    statement: &mut Statement<'_>,
+    values: &[AnyValueKind<'_>],
+    bare_used: usize,
+) -> Result<usize, sqlx::Error> {
+    let mut bare = bare_used;
+    for parameter in 1..=statement.parameter_count() {
+        let n = match statement.parameter_name(parameter) {
+            Some(name) => name
+                .strip_prefix('$')
+                .or_else(|| name.strip_prefix('?'))
+                .and_then(|number| number.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    sqlx::Error::Protocol(format!("unsupported SQL parameter name: {name}"))
+                })?,
+            None => {
+                bare += 1;
+                bare
+            }
+        };
+        let Some(value) = n.checked_sub(1).and_then(|i| values.get(i)) else {
+            break;
+        };
+        let bound = match value {
+            AnyValueKind::Null(_) => statement.raw_bind_parameter(parameter, rusqlite::types::Null),
+            AnyValueKind::Bool(b) => statement.raw_bind_parameter(parameter, i64::from(*b)),
+            AnyValueKind::SmallInt(i) => statement.raw_bind_parameter(parameter, i64::from(*i)),
+            AnyValueKind::Integer(i) => statement.raw_bind_parameter(parameter, i64::from(*i)),
+            AnyValueKind::BigInt(i) => statement.raw_bind_parameter(parameter, *i),
+            AnyValueKind::Real(r) => statement.raw_bind_parameter(parameter, f64::from(*r)),
+            AnyValueKind::Double(d) => statement.raw_bind_parameter(parameter, *d),
+            AnyValueKind::Text(t) => statement.raw_bind_parameter(parameter, t.as_ref()),
+            AnyValueKind::Blob(b) => statement.raw_bind_parameter(parameter, b.as_ref()),
+            // `AnyValueKind` is non-exhaustive; the store binds none other.
+            other => {
+                return Err(sqlx::Error::Protocol(format!(
+                    "no SQLite type for the argument {other:?}"
+                )))
+            }
+        };
+        bound.map_err(refusal)?;
+    }
+    Ok(bare - bare_used)
+}
+
+/// A statement's columns, shared by the rows it returns.
+struct Columns {
+    names: Arc<sqlx_core::HashMap<UStr, usize>>,
+    columns: Vec<AnyColumn>,
+}
+
+impl Columns {
+    fn of(statement: &Statement<'_>) -> Columns {
+        let mut names = sqlx_core::HashMap::default();
+        let columns = statement
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(ordinal, column)| {
+                let name = UStr::Shared(Arc::from(column.name()));
+                names.insert(name.clone(), ordinal);
+                AnyColumn {
+                    ordinal,
+                    name,
+                    type_info: AnyTypeInfo {
+                        kind: declared_kind(column.decl_type()),
+                    },
+                }
+            })
+            .collect();
+        Columns {
+            names: Arc::new(names),
+            columns,
+        }
+    }
+
+    fn row(&self, row: &rusqlite::Row<'_>) -> Result<AnyRow, sqlx::Error> {
+        let mut values = Vec::with_capacity(self.columns.len());
+        for (index, column) in self.columns.iter().enumerate() {
+            let value = row.get_ref(index).map_err(refusal)?;
+            let kind = match value {
+                ValueRef::Null => AnyValueKind::Null(column.type_info.kind),
+                ValueRef::Integer(i) => AnyValueKind::BigInt(i),
+                ValueRef::Real(r) => AnyValueKind::Double(r),
+                ValueRef::Text(bytes) => match std::str::from_utf8(bytes) {
+                    Ok(text) => AnyValueKind::Text(Cow::Owned(text.to_owned())),
+                    Err(error) => {
+                        return Err(sqlx::Error::ColumnDecode {
+                            index: index.to_string(),
+                            source: Box::new(error),
+                        })
+                    }
+                },
+                ValueRef::Blob(bytes) => AnyValueKind::Blob(Cow::Owned(bytes.to_vec())),
+            };
+            values.push(AnyValue { kind });
+        }
+        Ok(AnyRow {
+            column_names: Arc::clone(&self.names),
+            columns: self.columns.clone(),
+            values,
+        })
+    }
+}
+
+/// A column's type by its declaration, as SQLite's affinity rules read it; an expression
+/// has none. Only a NULL value carries it: every other value is typed by itself.
+fn declared_kind(declared: Option<&str>) -> AnyTypeInfoKind {
+    let Some(declared) = declared.map(str::to_ascii_uppercase) else {
+        return AnyTypeInfoKind::Null;
+    };
+    if declared.contains("BOOL") {
+        AnyTypeInfoKind::Bool
+    } else if declared.contains("INT") {
+        AnyTypeInfoKind::BigInt
+    } else if declared.contains("CHAR") || declared.contains("CLOB") || declared.contains("TEXT") {
+        AnyTypeInfoKind::Text
+    } else if declared.contains("BLOB") {
+        AnyTypeInfoKind::Blob
+    } else if declared.contains("REAL") || declared.contains("FLOA") || declared.contains("DOUB") {
+        AnyTypeInfoKind::Double
+    } else {
+        AnyTypeInfoKind::Null
+    }
+}
+
+/// rusqlite's error as sqlx's: SQLite's refusals as a database error with the extended
+/// result code (sqlx's driver reports the same), a column that does not decode as such.
+fn refusal(error: rusqlite::Error) -> sqlx::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(failure, message) => {
+            sqlx::Error::Database(Box::new(SqliteRefusal {
+                code: failure.extended_code,
+                message: message.unwrap_or_else(|| failure.to_string()),
+            }))
+        }
+        rusqlite::Error::Utf8Error(error) => sqlx::Error::Decode(Box::new(error)),
+        other => sqlx::Error::Protocol(other.to_string()),
+    }
+}
+
+/// A statement SQLite refused: its extended result code and message.
+#[derive(Debug)]
+pub(crate) struct SqliteRefusal {
+    code: i32,
+    message: String,
+}
+
+impl fmt::Display for SqliteRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "(code: {}) {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for SqliteRefusal {}
+
+impl DatabaseError for SqliteRefusal {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(self.code.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> ErrorKind {
+        match self.code {
+            ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                ErrorKind::UniqueViolation
+            }
+            ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
+            ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::NotNullViolation,
+            ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_the_semicolons_that_end_a_statement() {
+        let sql = "BEGIN IMMEDIATE; INSERT INTO t VALUES ('a;b'); -- c;d\n\
+                   CREATE TRIGGER x AFTER INSERT ON t BEGIN DELETE FROM t; END; COMMIT";
+        let parts: Vec<&str> = statement_ranges(sql)
+            .into_iter()
+            .map(|r| sql[r].trim())
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                "BEGIN IMMEDIATE;",
+                "INSERT INTO t VALUES ('a;b');",
+                "-- c;d\nCREATE TRIGGER x AFTER INSERT ON t BEGIN DELETE FROM t; END;",
+                "COMMIT",
+            ]
+        );
+        assert_eq!(statement_ranges("SELECT 1;  \n").len(), 1);
+    }
+}
