@@ -18,6 +18,7 @@
 //! sqlx's.
 
 use std::fmt;
+use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -508,8 +509,19 @@ where
     conn.run_inline(query.sql(), arguments).await
 }
 
-/// Statements on one connection: sqlx's, or an inline one's (`Conn::run_inline`). Prepared statements are not handed out by inline
-/// connections: the store never asks for one, and each connection keeps its own.
+/// The rows and results `all` reads in full, as the stream `fetch_many` returns.
+fn streamed<'e>(
+    all: impl Future<Output = Result<Results, sqlx::Error>> + Send + 'e,
+) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>> {
+    stream::once(all)
+        .map_ok(|results| stream::iter(results.into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
+}
+
+/// Statements on one connection: sqlx's, or an inline one's (`Conn::run_inline`). Prepared
+/// statements are not handed out by inline connections: the store never asks for one, and
+/// each connection keeps its own.
 impl<'c> Executor<'c> for &'c mut Conn {
     type Database = Any;
 
@@ -523,10 +535,7 @@ impl<'c> Executor<'c> for &'c mut Conn {
     {
         match self {
             Conn::Sqlx(conn) => conn.fetch_many(query),
-            Conn::Inline(_) | Conn::Lent => stream::once(run_query(self, query))
-                .map_ok(|results| stream::iter(results.into_iter().map(Ok)))
-                .try_flatten()
-                .boxed(),
+            Conn::Inline(_) | Conn::Lent => streamed(run_query(self, query)),
         }
     }
 
@@ -601,16 +610,12 @@ impl<'p> Executor<'p> for &'_ Pool {
         E: 'q + Execute<'q, Any>,
     {
         let pool = self.clone();
-        let all = async move {
+        streamed(async move {
             let mut conn = pool.acquire().await?;
             let results = conn.fetch_many(query).try_collect::<Vec<_>>().await;
             conn.settle_after(&results);
             results
-        };
-        stream::once(all)
-            .map_ok(|results| stream::iter(results.into_iter().map(Ok)))
-            .try_flatten()
-            .boxed()
+        })
     }
 
     fn fetch_optional<'e, 'q: 'e, E>(

@@ -24,7 +24,7 @@ on_both_backends!(
 const WINDOW: &str = "60";
 
 /// Gives `client_id` of tenant `acme` a retry window, as an operator does.
-fn set_window(app: &TestApp, client_id: &str, seconds: &str) {
+pub(crate) fn set_window(app: &TestApp, client_id: &str, seconds: &str) {
     assert_ok(&app.cli(&[
         "client",
         "update",

@@ -95,16 +95,7 @@ async fn refreshes_through_an_outage_are_200_or_503_and_the_chain_stays_whole() 
     let Some((app, proxy)) = app_behind_proxy().await else {
         return;
     };
-    assert_ok(&app.cli(&[
-        "client",
-        "update",
-        "--tenant",
-        TENANT,
-        "--client-id",
-        crate::flow::CLIENT_ID,
-        "--refresh-retry-seconds",
-        "60",
-    ]));
+    crate::refresh_retry::set_window(&app, crate::flow::CLIENT_ID, "60");
     let issued = issue(&app).await;
     let progress = Arc::new(watch::Sender::new((0, 0)));
     let chain = tokio::spawn(refresh_chain(

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::db_proxy::DbProxy;
 use crate::flow::{authorize_url, code_for, exchange, jwt_parts, seed, TENANT};
-use crate::helpers::{assert_ok, eventually, TestApp};
+use crate::helpers::{eventually, TestApp};
 use crate::refresh::refresh;
 
 mod burst;
