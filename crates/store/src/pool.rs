@@ -154,7 +154,13 @@ impl Conn {
                 Ran::Done(results) => return Ok(results),
                 Ran::Busy(progress) => progress,
             },
-            Conn::Sqlx(_) | Conn::Lent => return Err(lent()),
+            // Only inline connections come here (the executor sends sqlx's to sqlx).
+            Conn::Sqlx(_) => {
+                return Err(sqlx::Error::Protocol(
+                    "not an inline SQLite connection".to_owned(),
+                ))
+            }
+            Conn::Lent => return Err(lent()),
         };
         let mut inline = match std::mem::replace(self, Conn::Lent) {
             Conn::Inline(inline) => inline,
@@ -164,7 +170,10 @@ impl Conn {
             }
         };
         let sql = sql.to_owned();
-        let values: Vec<AnyValueKind<'static>> = values.into_iter().map(owned).collect();
+        let values = values
+            .into_iter()
+            .map(owned)
+            .collect::<Result<Vec<AnyValueKind<'static>>, _>>()?;
         let (inline, results) = tokio::task::spawn_blocking(move || {
             let results = inline.run_waiting(&sql, &values, progress);
             (inline, results)
@@ -177,8 +186,8 @@ impl Conn {
 }
 
 /// An argument that no longer borrows from the query, for a blocking thread.
-fn owned(value: AnyValueKind<'_>) -> AnyValueKind<'static> {
-    match value {
+fn owned(value: AnyValueKind<'_>) -> Result<AnyValueKind<'static>, sqlx::Error> {
+    Ok(match value {
         AnyValueKind::Text(text) => AnyValueKind::Text(Cow::Owned(text.into_owned())),
         AnyValueKind::Blob(blob) => AnyValueKind::Blob(Cow::Owned(blob.into_owned())),
         AnyValueKind::Null(kind) => AnyValueKind::Null(kind),
@@ -188,9 +197,13 @@ fn owned(value: AnyValueKind<'_>) -> AnyValueKind<'static> {
         AnyValueKind::BigInt(i) => AnyValueKind::BigInt(i),
         AnyValueKind::Real(r) => AnyValueKind::Real(r),
         AnyValueKind::Double(d) => AnyValueKind::Double(d),
-        // Non-exhaustive; `bind` refuses a kind it does not know, so this never binds.
-        _ => AnyValueKind::Null(sqlx::any::AnyTypeInfoKind::Null),
-    }
+        // Non-exhaustive: refused, as `bind` refuses it on the calling thread.
+        other => {
+            return Err(sqlx::Error::Protocol(format!(
+                "no SQLite type for the argument {other:?}"
+            )))
+        }
+    })
 }
 
 /// A connection left on the blocking pool by a statement whose caller went away.
