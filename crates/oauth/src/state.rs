@@ -19,6 +19,7 @@ use crate::keys::SigningKeys;
 use crate::mail::Mailer;
 use crate::password;
 use crate::random::RandomSource;
+use crate::signer::Signer;
 use crate::throttle::ThrottlePolicy;
 use crate::token::KnownClients;
 
@@ -48,18 +49,33 @@ pub struct SignInSettings {
     pub dummy_hash: Arc<str>,
 }
 
+/// The handlers' state: one reference-counted value, because axum clones a route's state
+/// for every request (the `State` extractor and each middleware given it), and a clone of
+/// the fields themselves was some 40 reference counts up and down per token response.
 #[derive(Clone, Debug)]
-pub struct OAuthState {
+pub struct OAuthState(pub(crate) Arc<Shared>);
+
+impl std::ops::Deref for OAuthState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`OAuthState`] holds.
+#[derive(Clone, Debug)]
+pub struct Shared {
     pub config: Arc<OAuthConfig>,
     pub store: Store,
     pub signing_keys: SigningKeys,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn RandomSource>,
     pub signin: SignInSettings,
-    /// RS256 signing runs at most this many at once (one per core). More threads would only
-    /// time-slice the cores: every token response of a burst would finish late instead of
-    /// the first ones finishing early, and the switches cost CPU of their own.
-    pub signing_permits: Arc<Semaphore>,
+    /// RS256 signing, one thread per core. More threads would only time-slice the cores:
+    /// every token response of a burst would finish late instead of the first ones finishing
+    /// early, and the switches cost CPU of their own.
+    pub signer: Signer,
     /// Where password-recovery mail goes (`--smtp-url`); none: no recovery by mail.
     pub mailer: Option<Mailer>,
     /// The DPoP nonce this node hands out (RFC 9449 §8).
@@ -88,39 +104,33 @@ impl OAuthState {
             password_memory: Arc::default(),
             dummy_hash: Arc::from(dummy_hash),
         };
-        Ok(OAuthState {
+        Ok(OAuthState(Arc::new(Shared {
             config: Arc::new(config),
             store,
             signing_keys,
             clock,
             random,
             signin,
-            signing_permits: Arc::new(Semaphore::new(cores)),
+            signer: Signer::start(cores)?,
             mailer: None,
             dpop_nonces: Nonces::default(),
             known_clients: KnownClients::default(),
             metrics: Metrics::default(),
             discovery_json,
-        })
+        })))
     }
 
-    /// Signs `claims` as a JWT of type `typ` with the current key, on a blocking thread and
-    /// under a signing permit (one RSA signature per core at a time), in the caller's span.
+    /// Signs `claims` as a JWT of type `typ` with the current key, on a signing thread (one
+    /// RSA signature per core at a time), in the caller's span.
     pub(crate) async fn sign_jwt<C: Serialize + Send + 'static>(
         &self,
         typ: &'static str,
         claims: C,
     ) -> Result<String, OAuthError> {
         let key = Arc::clone(self.signing_keys.current().ring.signing_key());
-        let _permit = self
-            .signing_permits
-            .acquire()
-            .await
-            .map_err(|_| OAuthError::Blocking)?;
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || span.in_scope(|| key.sign_jwt(typ, &claims)))
-            .await
-            .map_err(|_| OAuthError::Blocking)?
+        self.signer
+            .run(move || key.sign_jwt(typ, &claims))
+            .await?
             .map_err(OAuthError::from)
     }
 

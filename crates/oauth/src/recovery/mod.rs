@@ -152,7 +152,8 @@ impl OAuthState {
     /// Sends password-recovery mail through `mailer` (`--smtp-url`); without one the
     /// recovery pages answer 404 and the sign-in page offers no link.
     pub fn with_mailer(mut self, mailer: Option<Mailer>) -> OAuthState {
-        self.mailer = mailer;
+        // Called while the state is built, before it is shared: nothing is copied then.
+        std::sync::Arc::make_mut(&mut self.0).mailer = mailer;
         self
     }
 }
