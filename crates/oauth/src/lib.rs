@@ -38,7 +38,6 @@ pub mod sealing;
 mod second_factor;
 pub mod secret;
 mod session;
-mod signer;
 mod signin;
 mod state;
 mod throttle;

@@ -1,6 +1,6 @@
 //! Minting the token response (RFC 6749 §5.1, spec §2.4): an RFC 9068 access token, an ID
 //! token when `openid` was granted (OpenID Connect Core §3.1.3.3), and a refresh token when
-//! `offline_access` was. The two RS256 signatures run on a signing thread, one request per
+//! `offline_access` was. The two RS256 signatures run on a blocking thread, one request per
 //! core at a time.
 
 use std::sync::Arc;
@@ -96,7 +96,13 @@ pub async fn mint(
         acr: Some(acr.to_owned()),
     });
     let key = Arc::clone(state.signing_keys.current().ring.signing_key());
-    let (access_token, id_token) = sign(state, key, access, id).await?;
+    // Waiting for a permit is first come, first served (tokio's semaphore is fair).
+    let _permit = state
+        .signing_permits
+        .acquire()
+        .await
+        .map_err(|_| OAuthError::Blocking)?;
+    let (access_token, id_token) = sign(key, access, id).await?;
     Ok(TokenResponse {
         access_token,
         // RFC 9449 §5: a bound token says so, and is refused as a Bearer token.
@@ -111,17 +117,16 @@ pub async fn mint(
     })
 }
 
-/// Both signatures in one trip to a signing thread; `at_hash` binds the ID token to the
+/// Both signatures in one trip to the blocking pool; `at_hash` binds the ID token to the
 /// access token it came with (Core §3.1.3.6).
 async fn sign(
-    state: &OAuthState,
     key: Arc<SigningKey>,
     access: AccessTokenClaims,
     id: Option<IdTokenClaims>,
 ) -> Result<(String, Option<String>), OAuthError> {
-    state
-        .signer
-        .run(move || {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
             let access_token = key.sign_jwt("at+jwt", &access)?;
             let id_token = match id {
                 Some(mut claims) => {
@@ -132,5 +137,7 @@ async fn sign(
             };
             Ok((access_token, id_token))
         })
-        .await?
+    })
+    .await
+    .map_err(|_| OAuthError::Blocking)?
 }
