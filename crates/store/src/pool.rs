@@ -689,6 +689,7 @@ mod tests {
 
     use crate::testing::TestDatabase;
     use crate::Store;
+    use sqlx::Row;
 
     /// Temporary tables belong to the connection (session) that made them, on both engines:
     /// whether one is visible tells which connection ran a statement.
@@ -821,6 +822,36 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(rows, 1);
+        assert_eq!((pool.size(), pool.num_idle()), (1, 1));
+    }
+
+    /// SQLite: a kept prepared statement (`*` over a table that has grown a column since it
+    /// was prepared) returns the table's columns as they are now.
+    #[tokio::test]
+    async fn sqlite_a_kept_statement_reads_the_columns_its_table_has_now() {
+        let db = TestDatabase::sqlite();
+        let pool = pool_of(&db).await;
+        for statement in [
+            "CREATE TABLE grown (a INTEGER)",
+            "INSERT INTO grown VALUES (1)",
+        ] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        let before = sqlx::query("SELECT * FROM grown")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(before.columns().len(), 1);
+        sqlx::query("ALTER TABLE grown ADD COLUMN b TEXT DEFAULT 'x'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let after = sqlx::query("SELECT * FROM grown")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(after.columns().len(), 2);
+        assert_eq!(after.try_get::<String, _>("b").unwrap(), "x");
         assert_eq!((pool.size(), pool.num_idle()), (1, 1));
     }
 

@@ -208,10 +208,13 @@ impl InlineSqlite {
         let mut logger = QueryLogger::new(text, self.log.clone());
         let mut statement = self.conn.prepare_cached(text).map_err(Failed::from)?;
         let bare_taken = bind(&mut statement, values, progress.bare_used)?;
-        let columns = Columns::of(&statement);
         let mut rows = statement.raw_query();
+        // Described at the first row, not before: a kept statement whose table has changed
+        // since is prepared again by its first step, and only then has its new columns.
+        let mut columns: Option<Columns> = None;
         while let Some(row) = rows.next().map_err(Failed::from)? {
             logger.increment_rows_returned();
+            let columns = columns.get_or_insert_with(|| Columns::of(row.as_ref()));
             progress.results.push(Either::Right(columns.row(row)?));
         }
         drop(rows);
