@@ -198,11 +198,7 @@ fn owned(value: AnyValueKind<'_>) -> Result<AnyValueKind<'static>, sqlx::Error> 
         AnyValueKind::Real(r) => AnyValueKind::Real(r),
         AnyValueKind::Double(d) => AnyValueKind::Double(d),
         // Non-exhaustive: refused, as `bind` refuses it on the calling thread.
-        other => {
-            return Err(sqlx::Error::Protocol(format!(
-                "no SQLite type for the argument {other:?}"
-            )))
-        }
+        _ => return Err(crate::sqlite_inline::unknown_kind()),
     })
 }
 
