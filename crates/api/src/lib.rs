@@ -16,7 +16,6 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,52 +133,62 @@ fn label_request_errors(response: &mut async_graphql::Response) {
     }
 }
 
-/// Runs the query with the loader's batches polled in this same task, beside it. A batch runs
-/// only once the query can go no further without data, so it holds every key of that level:
-/// a long list's items are polled in several rounds (futures yield to be fair), and a batch
-/// run between two rounds would hold only part of the keys.
+/// Runs the query with the loaders' batches polled in this same task, beside it. A batch
+/// starts only once the query can go no further without data, so it holds every key of that
+/// level: a long list's items are polled in several rounds (futures yield to be fair), and a
+/// batch started between two rounds would hold only part of the keys.
 async fn execute(
     state: &ApiState,
     caller: bearer::Caller,
     request: async_graphql::Request,
 ) -> async_graphql::Response {
-    let (spawn, mut spawned) = tokio::sync::mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
     let loaders = schema::loaders::loaders(
         state.store.clone(),
         caller.tenant.clone(),
         caller.claims.organization_guid.clone(),
-        move |batch| {
-            // The receiver lives until the query is answered; nothing is lost.
-            let _ = spawn.send(batch);
-        },
     );
-    let execution = state.schema.execute(request.data(caller).data(loaders));
+    let execution = state
+        .schema
+        .execute(request.data(caller).data(loaders.clone()));
     let mut execution = std::pin::pin!(execution);
     let mut batches = FuturesUnordered::new();
     std::future::poll_fn(move |cx| {
-        // The query again while it woke itself (it yielded), up to a bound.
-        for _ in 0..10_000 {
-            let woken = Arc::new(WakeFlag {
-                woken: AtomicBool::new(false),
-                outer: cx.waker().clone(),
-            });
-            let waker = Waker::from(woken.clone());
-            if let Poll::Ready(response) = execution.as_mut().poll(&mut Context::from_waker(&waker))
-            {
-                return Poll::Ready(response);
+        // A batch that settles at once (SQLite's statements can) lets the query go on now,
+        // not after a trip through the scheduler; bounded, like the query's own rounds.
+        for _ in 0..MAX_ROUNDS {
+            // The query again while it woke itself (it yielded), up to a bound.
+            for _ in 0..10_000 {
+                let woken = Arc::new(WakeFlag {
+                    woken: AtomicBool::new(false),
+                    outer: cx.waker().clone(),
+                });
+                let waker = Waker::from(woken.clone());
+                if let Poll::Ready(response) =
+                    execution.as_mut().poll(&mut Context::from_waker(&waker))
+                {
+                    return Poll::Ready(response);
+                }
+                if !woken.woken.load(Ordering::SeqCst) {
+                    break;
+                }
             }
-            if !woken.woken.load(Ordering::SeqCst) {
+            batches.extend(loaders.start_batches());
+            let mut settled = false;
+            while let Poll::Ready(Some(())) = batches.poll_next_unpin(cx) {
+                settled = true;
+            }
+            if !settled {
                 break;
             }
         }
-        while let Poll::Ready(Some(batch)) = spawned.poll_recv(cx) {
-            batches.push(batch);
-        }
-        while let Poll::Ready(Some(())) = batches.poll_next_unpin(cx) {}
         Poll::Pending
     })
     .await
 }
+
+/// Levels of batches read in one poll of `execute` before it lets the runtime in; each level
+/// woke the query already, so the next poll goes on where this one stopped.
+const MAX_ROUNDS: usize = 64;
 
 /// A waker that notes it was woken before passing the wake on.
 struct WakeFlag {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use async_graphql::dataloader::Loader;
 use async_graphql::{Context, ErrorExtensions};
 use jose::Clock;
 use store::{OrgStore, Store};
 
-use super::loaders::{FieldLoader, Loaders};
+use super::batcher::Fetch;
+use super::loaders::{FieldLoader, LoadError, Loaders};
 use crate::bearer::Caller;
 use crate::error::ApiError;
 
@@ -41,11 +41,11 @@ pub fn gql(error: impl Into<ApiError>) -> async_graphql::Error {
 pub async fn load<K, V>(ctx: &Context<'_>, key: K) -> Result<Option<V>>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = V, Error = super::loaders::LoadError>,
+    FieldLoader: Fetch<K, Value = V, Error = LoadError>,
     V: Send + Sync + Clone + 'static,
 {
     ctx.data::<Loaders>()?
-        .load_one(key)
+        .load(key)
         .await
         .map_err(|e| gql(ApiError::from_shared(&e)))
 }
@@ -54,7 +54,7 @@ where
 pub async fn require<K, V>(ctx: &Context<'_>, key: K, what: &str) -> Result<V>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = V, Error = super::loaders::LoadError>,
+    FieldLoader: Fetch<K, Value = V, Error = LoadError>,
     V: Send + Sync + Clone + 'static,
 {
     load(ctx, key)
@@ -66,7 +66,7 @@ where
 pub async fn children<K, V>(ctx: &Context<'_>, key: K) -> Result<Vec<V>>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Loader<K, Value = Vec<V>, Error = super::loaders::LoadError>,
+    FieldLoader: Fetch<K, Value = Vec<V>, Error = LoadError>,
     V: Send + Sync + Clone + 'static,
 {
     Ok(load(ctx, key).await?.unwrap_or_default())

@@ -1,14 +1,11 @@
-//! DataLoader batching: a field of every row of a list (a job's work order, its assignments,
-//! each assignment's employee) is loaded for all rows with one statement, not one per row.
-//! One loader per request, bound to the token's tenant and organization.
+//! Batched reads (`batcher`): a field of every row of a list (a job's work order, its
+//! assignments, each assignment's employee) is loaded for all rows with one statement, not one
+//! per row. One batcher per request, bound to the token's tenant and organization.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::future::BoxFuture;
-
-use async_graphql::dataloader::{DataLoader, Loader};
+use super::batcher::{Batcher, Fetch};
 use store::{
     Assignment, Contact, Customer, Employee, Invoice, InvoiceLine, Job, Payment, Property, Shift,
     Store, StoreError, TenantId, WorkOrder,
@@ -21,25 +18,15 @@ pub struct FieldLoader {
     organization_guid: String,
 }
 
-pub type Loaders = DataLoader<FieldLoader>;
+pub type Loaders = Batcher<FieldLoader>;
 
-/// The loader's batches do not go to the runtime: `spawn` hands them to the request's own
-/// task (see `execute` in lib.rs), which polls them beside the query. So every key asked for
-/// while the query runs through a level of a list lands in one batch, whatever the timing;
-/// with batches spawned onto other threads behind a timer, a slow pass over a long list would
-/// split into several.
-pub fn loaders(
-    store: Store,
-    tenant: TenantId,
-    organization_guid: String,
-    spawn: impl Fn(BoxFuture<'static, ()>) + Send + Sync + 'static,
-) -> Loaders {
-    let loader = FieldLoader {
+/// The request's batcher; `execute` (lib.rs) starts its batches.
+pub fn loaders(store: Store, tenant: TenantId, organization_guid: String) -> Loaders {
+    Batcher::new(FieldLoader {
         store,
         tenant,
         organization_guid,
-    };
-    DataLoader::new(loader, spawn).delay(Duration::ZERO)
+    })
 }
 
 /// Errors are shared by every key of a batch, so they are reference-counted.
@@ -51,11 +38,11 @@ macro_rules! by_id {
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
         pub struct $key(pub String);
 
-        impl Loader<$key> for FieldLoader {
+        impl Fetch<$key> for FieldLoader {
             type Value = $value;
             type Error = LoadError;
 
-            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
+            async fn fetch(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
                 let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
                 let rows = self
                     .store
@@ -81,11 +68,11 @@ macro_rules! children {
             pub first: u32,
         }
 
-        impl Loader<$key> for FieldLoader {
+        impl Fetch<$key> for FieldLoader {
             type Value = Vec<$value>;
             type Error = LoadError;
 
-            async fn load(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
+            async fn fetch(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
                 let mut grouped: HashMap<$key, Vec<$value>> =
                     keys.iter().map(|k| (k.clone(), Vec::new())).collect();
                 let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();

@@ -1,6 +1,7 @@
 //! The GraphQL schema: `viewer` and the five field-service areas, each gated by its scope
 //! (spec 2.6). Every area is one file with its types, queries and mutations.
 
+mod batcher;
 mod connection;
 pub(crate) mod context;
 pub(crate) mod control_characters;
