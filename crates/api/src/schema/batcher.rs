@@ -45,8 +45,10 @@ impl<F> Clone for Batcher<F> {
 struct Inner<F> {
     fetcher: F,
     /// One queue per kind of key, found by the key's type (a request asks for a few kinds).
-    queues: Mutex<Vec<(TypeId, Box<dyn Queued<F>>)>>,
+    queues: Mutex<Queues<F>>,
 }
+
+type Queues<F> = Vec<(TypeId, Box<dyn Queued<F>>)>;
 
 /// A key's answer, or who waits for it.
 enum Answer<V, E> {
@@ -140,7 +142,7 @@ impl<F: Send + Sync + 'static> Batcher<F> {
 }
 
 impl<F> Inner<F> {
-    fn lock(&self) -> MutexGuard<'_, Vec<(TypeId, Box<dyn Queued<F>>)>> {
+    fn lock(&self) -> MutexGuard<'_, Queues<F>> {
         // A panic while the lock was held left no queue half-changed (each change is one
         // insert or one take), so the queues are still good.
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
@@ -175,9 +177,7 @@ impl<F> Inner<F> {
 }
 
 /// The queue of `K`'s keys, made on first use.
-fn queue_of<F, K>(
-    queues: &mut Vec<(TypeId, Box<dyn Queued<F>>)>,
-) -> &mut Queue<K, F::Value, F::Error>
+fn queue_of<F, K>(queues: &mut Queues<F>) -> &mut Queue<K, F::Value, F::Error>
 where
     F: Fetch<K>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
