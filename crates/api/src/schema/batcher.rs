@@ -149,7 +149,7 @@ impl<F> Inner<F> {
     }
 
     /// Settles every key of a batch and wakes its waiters (after the lock is let go).
-    fn answer<K>(&self, keys: Vec<K>, fetched: Result<HashMap<K, F::Value>, F::Error>)
+    fn answer<K>(&self, keys: Vec<K>, mut fetched: Result<HashMap<K, F::Value>, F::Error>)
     where
         F: Fetch<K>,
         K: Hash + Eq + Clone + Send + Sync + 'static,
@@ -158,10 +158,9 @@ impl<F> Inner<F> {
         {
             let mut queues = self.lock();
             let queue = queue_of::<F, K>(&mut queues);
-            let mut values = fetched;
             for key in keys {
                 // Keys of one batch are distinct (a key joins a batch only when first asked).
-                let answer = match &mut values {
+                let answer = match &mut fetched {
                     Ok(values) => Ok(values.remove(&key)),
                     Err(error) => Err(error.clone()),
                 };
