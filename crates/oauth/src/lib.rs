@@ -38,6 +38,7 @@ pub mod sealing;
 mod second_factor;
 pub mod secret;
 mod session;
+mod signer;
 mod signin;
 mod state;
 mod throttle;

@@ -19,6 +19,7 @@ use crate::keys::SigningKeys;
 use crate::mail::Mailer;
 use crate::password;
 use crate::random::RandomSource;
+use crate::signer::Signer;
 use crate::throttle::ThrottlePolicy;
 use crate::token::KnownClients;
 
@@ -71,10 +72,10 @@ pub struct Shared {
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn RandomSource>,
     pub signin: SignInSettings,
-    /// RS256 signing runs at most this many at once (one per core). More threads would only
-    /// time-slice the cores: every token response of a burst would finish late instead of
-    /// the first ones finishing early, and the switches cost CPU of their own.
-    pub signing_permits: Arc<Semaphore>,
+    /// RS256 signing's threads, one per core. More would only time-slice the cores: every
+    /// token response of a burst would finish late instead of the first ones finishing early,
+    /// and the switches cost CPU of their own.
+    pub(crate) signer: Signer,
     /// Where password-recovery mail goes (`--smtp-url`); none: no recovery by mail.
     pub mailer: Option<Mailer>,
     /// The DPoP nonce this node hands out (RFC 9449 §8).
@@ -110,7 +111,7 @@ impl OAuthState {
             clock,
             random,
             signin,
-            signing_permits: Arc::new(Semaphore::new(cores)),
+            signer: Signer::start(cores)?,
             mailer: None,
             dpop_nonces: Nonces::default(),
             known_clients: KnownClients::default(),
@@ -119,23 +120,17 @@ impl OAuthState {
         })))
     }
 
-    /// Signs `claims` as a JWT of type `typ` with the current key, on a blocking thread and
-    /// under a signing permit (one RSA signature per core at a time), in the caller's span.
+    /// Signs `claims` as a JWT of type `typ` with the current key, on a signing thread, in the
+    /// caller's span.
     pub(crate) async fn sign_jwt<C: Serialize + Send + 'static>(
         &self,
         typ: &'static str,
         claims: C,
     ) -> Result<String, OAuthError> {
         let key = Arc::clone(self.signing_keys.current().ring.signing_key());
-        let _permit = self
-            .signing_permits
-            .acquire()
-            .await
-            .map_err(|_| OAuthError::Blocking)?;
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || span.in_scope(|| key.sign_jwt(typ, &claims)))
-            .await
-            .map_err(|_| OAuthError::Blocking)?
+        self.signer
+            .run(move || key.sign_jwt(typ, &claims))
+            .await?
             .map_err(OAuthError::from)
     }
 

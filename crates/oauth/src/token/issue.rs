@@ -96,13 +96,7 @@ pub async fn mint(
         acr: Some(acr.to_owned()),
     });
     let key = Arc::clone(state.signing_keys.current().ring.signing_key());
-    // Waiting for a permit is first come, first served (tokio's semaphore is fair).
-    let _permit = state
-        .signing_permits
-        .acquire()
-        .await
-        .map_err(|_| OAuthError::Blocking)?;
-    let (access_token, id_token) = sign(key, access, id).await?;
+    let (access_token, id_token) = sign(state, key, access, id).await?;
     Ok(TokenResponse {
         access_token,
         // RFC 9449 §5: a bound token says so, and is refused as a Bearer token.
@@ -117,16 +111,17 @@ pub async fn mint(
     })
 }
 
-/// Both signatures in one trip to the blocking pool; `at_hash` binds the ID token to the
+/// Both signatures in one trip to a signing thread; `at_hash` binds the ID token to the
 /// access token it came with (Core §3.1.3.6).
 async fn sign(
+    state: &OAuthState,
     key: Arc<SigningKey>,
     access: AccessTokenClaims,
     id: Option<IdTokenClaims>,
 ) -> Result<(String, Option<String>), OAuthError> {
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        span.in_scope(|| {
+    state
+        .signer
+        .run(move || {
             let access_token = key.sign_jwt("at+jwt", &access)?;
             let id_token = match id {
                 Some(mut claims) => {
@@ -137,7 +132,5 @@ async fn sign(
             };
             Ok((access_token, id_token))
         })
-    })
-    .await
-    .map_err(|_| OAuthError::Blocking)?
+        .await?
 }
