@@ -48,6 +48,8 @@ mod recovery;
 mod refresh;
 mod refresh_retry;
 mod revoke;
+#[cfg(target_os = "linux")]
+mod scheduling;
 mod second_factor;
 mod shards;
 mod signin;
