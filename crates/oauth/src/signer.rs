@@ -56,7 +56,8 @@ impl Signer {
         Ok(Signer(Arc::new(handle)))
     }
 
-    /// Runs `work` on a signing thread, after the jobs queued before it, in the caller's span.
+    /// Runs `work` on a signing thread, after the jobs queued before it, in the caller's span;
+    /// not at all if this future is dropped before its turn.
     pub(crate) async fn run<T, F>(&self, work: F) -> Result<T, OAuthError>
     where
         T: Send + 'static,
@@ -65,7 +66,10 @@ impl Signer {
         let (done, result) = tokio::sync::oneshot::channel();
         let span = tracing::Span::current();
         self.0 .0.push(Box::new(move || {
-            // The receiver is gone when the request was cut off: nothing waits for the result.
+            // The request was cut off while it waited: no one would read the signature.
+            if done.is_closed() {
+                return;
+            }
             let _ = done.send(span.in_scope(work));
         }));
         // A job that panicked dropped its sender: an internal error, not a lost thread.
@@ -150,6 +154,28 @@ mod tests {
         release.send(()).unwrap();
         signer.run(|| ()).await.unwrap();
         assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn work_whose_caller_left_while_it_waited_is_not_done() {
+        let signer = Signer::start(1).unwrap();
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        signer.0 .0.push(Box::new(move || hold.recv().unwrap()));
+        let done = Arc::new(Mutex::new(false));
+        let flag = Arc::clone(&done);
+        // Polled once (the job is queued behind the held one), then dropped: a cut-off request.
+        let left = tokio::time::timeout(
+            Duration::ZERO,
+            signer.run(move || *flag.lock().unwrap() = true),
+        )
+        .await;
+        assert!(
+            left.is_err(),
+            "the job cannot have run while the thread is held"
+        );
+        release.send(()).unwrap();
+        signer.run(|| ()).await.unwrap();
+        assert!(!*done.lock().unwrap());
     }
 
     #[tokio::test]
