@@ -42,6 +42,10 @@ impl std::fmt::Debug for Queue {
 }
 
 impl Signer {
+    fn queue(&self) -> &Queue {
+        &self.0 .0
+    }
+
     /// Starts `threads` signing threads (at least one).
     pub(crate) fn start(threads: usize) -> Result<Signer, OAuthError> {
         // The handle first: if a thread cannot start, dropping it ends those that did.
@@ -65,7 +69,7 @@ impl Signer {
     {
         let (done, result) = tokio::sync::oneshot::channel();
         let span = tracing::Span::current();
-        self.0 .0.push(Box::new(move || {
+        self.queue().push(Box::new(move || {
             // The request was cut off while it waited: no one would read the signature.
             if done.is_closed() {
                 return;
@@ -143,12 +147,11 @@ mod tests {
         let order = Arc::new(Mutex::new(Vec::new()));
         // Queued before any runs: the thread is held by the first job until all are queued.
         let (release, hold) = std::sync::mpsc::channel::<()>();
-        signer.0 .0.push(Box::new(move || hold.recv().unwrap()));
+        signer.queue().push(Box::new(move || hold.recv().unwrap()));
         for n in 0..20 {
             let order = Arc::clone(&order);
             signer
-                .0
-                 .0
+                .queue()
                 .push(Box::new(move || order.lock().unwrap().push(n)));
         }
         release.send(()).unwrap();
@@ -160,7 +163,7 @@ mod tests {
     async fn work_whose_caller_left_while_it_waited_is_not_done() {
         let signer = Signer::start(1).unwrap();
         let (release, hold) = std::sync::mpsc::channel::<()>();
-        signer.0 .0.push(Box::new(move || hold.recv().unwrap()));
+        signer.queue().push(Box::new(move || hold.recv().unwrap()));
         let done = Arc::new(Mutex::new(false));
         let flag = Arc::clone(&done);
         // Polled once (the job is queued behind the held one), then dropped: a cut-off request.
