@@ -748,6 +748,24 @@ async fn shifts_of_one_employee_never_overlap(store: Store) {
     let all = org.shifts_of(&ids(&["e1", "e2"]), ALL).await.unwrap();
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], before);
+
+    // At most `first` a parent, each parent's first in order, grouped by parent: whether
+    // the rows fit `first` a parent in all (2 × 2 here, with e1's third left out) or not (1
+    // × 2, and 2 for e1 alone), which the store reads in two different ways.
+    for (parents, first, expected) in [
+        (&["e1", "e2"][..], 2, &["s0", "s1", "s3"][..]),
+        (&["e1", "e2"][..], 1, &["s0", "s3"][..]),
+        (&["e1"][..], 2, &["s0", "s1"][..]),
+    ] {
+        let found: Vec<_> = org
+            .shifts_of(&ids(parents), first)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.shift_id)
+            .collect();
+        assert_eq!(found, expected, "{parents:?}, first {first}");
+    }
 }
 
 /// The employee's row lock serializes schedulers, so of ten overlapping shifts scheduled at

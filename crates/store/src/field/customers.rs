@@ -307,6 +307,7 @@ impl OrgStore<'_> {
             "position",
             customer_ids,
             first,
+            |contact: &Contact| &contact.customer_id,
         )
         .await
     }
@@ -361,6 +362,7 @@ impl OrgStore<'_> {
                 "created_at, property_id",
                 customer_ids,
                 first,
+                |row: &PropertyRow| &row.customer_id,
             )
             .await?;
         Ok(rows.into_iter().map(Property::from).collect())

@@ -172,6 +172,7 @@ impl OrgStore<'_> {
             "starts_at, shift_id",
             employee_ids,
             first,
+            |shift: &Shift| &shift.employee_id,
         )
         .await
     }

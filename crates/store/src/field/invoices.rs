@@ -251,6 +251,7 @@ impl OrgStore<'_> {
             "position",
             invoice_ids,
             first,
+            |line: &InvoiceLine| &line.invoice_id,
         )
         .await
     }
@@ -269,6 +270,7 @@ impl OrgStore<'_> {
             "received_at, payment_id",
             invoice_ids,
             first,
+            |payment: &Payment| &payment.invoice_id,
         )
         .await
     }

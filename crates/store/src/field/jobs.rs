@@ -117,6 +117,7 @@ impl OrgStore<'_> {
             "scheduled_start, job_id",
             work_order_ids,
             first,
+            |job: &Job| &job.work_order_id,
         )
         .await
     }
@@ -214,6 +215,7 @@ impl OrgStore<'_> {
             "assigned_at, employee_id",
             job_ids,
             first,
+            |assignment: &Assignment| &assignment.job_id,
         )
         .await
     }
