@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{organization_missing_or, OrgStore};
+use super::{organization_missing_or, ChildList, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -301,13 +301,15 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<Contact>, StoreError> {
         self.children(
-            "customer_contacts",
-            CONTACT_COLUMNS,
-            "customer_id",
-            "position",
+            &ChildList {
+                table: "customer_contacts",
+                columns: CONTACT_COLUMNS,
+                parent_column: "customer_id",
+                order: "position",
+                parent_of: |contact: &Contact| &contact.customer_id,
+            },
             customer_ids,
             first,
-            |contact: &Contact| &contact.customer_id,
         )
         .await
     }
@@ -356,13 +358,15 @@ impl OrgStore<'_> {
     ) -> Result<Vec<Property>, StoreError> {
         let rows: Vec<PropertyRow> = self
             .children(
-                "properties",
-                PROPERTY_COLUMNS,
-                "customer_id",
-                "created_at, property_id",
+                &ChildList {
+                    table: "properties",
+                    columns: PROPERTY_COLUMNS,
+                    parent_column: "customer_id",
+                    order: "created_at, property_id",
+                    parent_of: |row: &PropertyRow| &row.customer_id,
+                },
                 customer_ids,
                 first,
-                |row: &PropertyRow| &row.customer_id,
             )
             .await?;
         Ok(rows.into_iter().map(Property::from).collect())

@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{organization_missing_or, EmployeeRole, OrgStore};
+use super::{organization_missing_or, ChildList, EmployeeRole, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -166,13 +166,15 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<Shift>, StoreError> {
         self.children(
-            "shifts",
-            SHIFT_COLUMNS,
-            "employee_id",
-            "starts_at, shift_id",
+            &ChildList {
+                table: "shifts",
+                columns: SHIFT_COLUMNS,
+                parent_column: "employee_id",
+                order: "starts_at, shift_id",
+                parent_of: |shift: &Shift| &shift.employee_id,
+            },
             employee_ids,
             first,
-            |shift: &Shift| &shift.employee_id,
         )
         .await
     }

@@ -3,7 +3,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{InvoiceStatus, OrgStore, PaymentMethod};
+use super::{ChildList, InvoiceStatus, OrgStore, PaymentMethod};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -245,13 +245,16 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<InvoiceLine>, StoreError> {
         self.children(
-            "invoice_lines",
-            "invoice_id, position, description, quantity, unit_price_cents, amount_cents",
-            "invoice_id",
-            "position",
+            &ChildList {
+                table: "invoice_lines",
+                columns:
+                    "invoice_id, position, description, quantity, unit_price_cents, amount_cents",
+                parent_column: "invoice_id",
+                order: "position",
+                parent_of: |line: &InvoiceLine| &line.invoice_id,
+            },
             invoice_ids,
             first,
-            |line: &InvoiceLine| &line.invoice_id,
         )
         .await
     }
@@ -264,13 +267,15 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<Payment>, StoreError> {
         self.children(
-            "payments",
-            PAYMENT_COLUMNS,
-            "invoice_id",
-            "received_at, payment_id",
+            &ChildList {
+                table: "payments",
+                columns: PAYMENT_COLUMNS,
+                parent_column: "invoice_id",
+                order: "received_at, payment_id",
+                parent_of: |payment: &Payment| &payment.invoice_id,
+            },
             invoice_ids,
             first,
-            |payment: &Payment| &payment.invoice_id,
         )
         .await
     }

@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{JobStatus, OrgStore};
+use super::{ChildList, JobStatus, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -111,13 +111,15 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<Job>, StoreError> {
         self.children(
-            "jobs",
-            JOB_COLUMNS,
-            "work_order_id",
-            "scheduled_start, job_id",
+            &ChildList {
+                table: "jobs",
+                columns: JOB_COLUMNS,
+                parent_column: "work_order_id",
+                order: "scheduled_start, job_id",
+                parent_of: |job: &Job| &job.work_order_id,
+            },
             work_order_ids,
             first,
-            |job: &Job| &job.work_order_id,
         )
         .await
     }
@@ -209,13 +211,15 @@ impl OrgStore<'_> {
         first: u32,
     ) -> Result<Vec<Assignment>, StoreError> {
         self.children(
-            "job_assignments",
-            "job_id, employee_id, assigned_at",
-            "job_id",
-            "assigned_at, employee_id",
+            &ChildList {
+                table: "job_assignments",
+                columns: "job_id, employee_id, assigned_at",
+                parent_column: "job_id",
+                order: "assigned_at, employee_id",
+                parent_of: |assignment: &Assignment| &assignment.job_id,
+            },
             job_ids,
             first,
-            |assignment: &Assignment| &assignment.job_id,
         )
         .await
     }

@@ -102,9 +102,9 @@ impl<'a> OrgStore<'a> {
         Ok(found)
     }
 
-    /// At most `first` rows of `table` for each parent in `parent_ids`, each parent's first in
-    /// `order`, in batches of parents; the rows come back grouped by parent, each group in its
-    /// order. `parent_of` reads a row's parent (the `parent_column` it was read from).
+    /// At most `first` rows of `list` for each parent in `parent_ids`, each parent's first in
+    /// the list's order, in batches of parents; the rows come back grouped by parent, each
+    /// group in its order.
     ///
     /// Most parents have fewer than `first` children, so a batch is first read whole, in order,
     /// with a limit of `first` rows a parent: when fewer come back, that was every row, and each
@@ -116,17 +116,20 @@ impl<'a> OrgStore<'a> {
     /// assignments of an API page of jobs (docs/performance.md).
     pub(crate) async fn children<T>(
         &self,
-        table: &str,
-        columns: &str,
-        parent_column: &str,
-        order: &str,
+        list: &ChildList<T>,
         parent_ids: &[String],
         first: u32,
-        parent_of: fn(&T) -> &str,
     ) -> Result<Vec<T>, StoreError>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
     {
+        let ChildList {
+            table,
+            columns,
+            parent_column,
+            order,
+            parent_of,
+        } = *list;
         let mut found = Vec::new();
         if first == 0 {
             return Ok(found);
@@ -157,6 +160,26 @@ impl<'a> OrgStore<'a> {
         Ok(found)
     }
 }
+
+/// A list of records under a parent record, as [`OrgStore::children`] reads it.
+pub(crate) struct ChildList<T: 'static> {
+    pub table: &'static str,
+    pub columns: &'static str,
+    /// The column naming the parent.
+    pub parent_column: &'static str,
+    /// The list's order within a parent, ending in a unique column.
+    pub order: &'static str,
+    /// A row's parent, as read from `parent_column`.
+    pub parent_of: fn(&T) -> &str,
+}
+
+impl<T> Clone for ChildList<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ChildList<T> {}
 
 /// The first `first` rows of each parent, from rows grouped by parent.
 fn first_of_each<T>(rows: Vec<T>, first: u32, parent_of: fn(&T) -> &str) -> Vec<T> {
