@@ -129,7 +129,7 @@ impl<'a> OrgStore<'a> {
             parent_column,
             order,
             parent_of,
-        } = *list;
+        } = list;
         let mut found = Vec::new();
         if first == 0 {
             return Ok(found);
@@ -143,7 +143,7 @@ impl<'a> OrgStore<'a> {
                 .bind(bound.saturating_add(1));
             let rows: Vec<T> = sql.query_as().fetch_all(self.tenant.pool()).await?;
             if (rows.len() as i64) <= bound {
-                found.extend(first_of_each(rows, first, parent_of));
+                found.extend(first_of_each(rows, first, *parent_of));
                 continue;
             }
             let mut sql = self.scoped(&format!(
@@ -162,7 +162,7 @@ impl<'a> OrgStore<'a> {
 }
 
 /// A list of records under a parent record, as [`OrgStore::children`] reads it.
-pub(crate) struct ChildList<T: 'static> {
+pub(crate) struct ChildList<T> {
     pub table: &'static str,
     pub columns: &'static str,
     /// The column naming the parent.
@@ -172,14 +172,6 @@ pub(crate) struct ChildList<T: 'static> {
     /// A row's parent, as read from `parent_column`.
     pub parent_of: fn(&T) -> &str,
 }
-
-impl<T> Clone for ChildList<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for ChildList<T> {}
 
 /// The first `first` rows of each parent, from rows grouped by parent.
 fn first_of_each<T>(rows: Vec<T>, first: u32, parent_of: fn(&T) -> &str) -> Vec<T> {
