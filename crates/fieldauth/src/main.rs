@@ -66,8 +66,12 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// (the 19 MiB of an Argon2id hash, a burst's buffers) stayed resident while the server was
 /// idle, about 5 MiB of its 36 MiB. With no delay it goes back when freed. Under load the
 /// threads keep the pages they reuse, and the refresh and API benchmarks showed no
-/// difference in CPU per request (docs/performance.md, Memory).
+/// difference in CPU per request (docs/performance.md, Memory). An operator who sets
+/// mimalloc's own `MIMALLOC_PURGE_DELAY` (milliseconds) chooses for themselves.
 fn purge_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: mi_option_set takes no pointers; it only sets a number mimalloc reads when it
     // next purges.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
