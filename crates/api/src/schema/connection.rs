@@ -1,7 +1,7 @@
 //! Relay connections (the Cursor Connections spec): `first`/`after`, edges with opaque
 //! cursors, `nodes`, `pageInfo` and `totalCount`, over the store's keyset pages.
 
-use async_graphql::connection::{Connection, Edge};
+use async_graphql::connection::{Connection, CursorType, Edge};
 use async_graphql::{Context, Object, OutputType};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -17,7 +17,23 @@ pub const DEFAULT_PAGE: i32 = 20;
 pub const MAX_PAGE: i32 = 100;
 
 /// A list of the API: its connection fields are `totalCount` beside the standard ones.
-pub type List<T> = Connection<String, T, Total>;
+pub type List<T> = Connection<PageCursor, T, Total>;
+
+/// An edge's position, encoded only when a client asks for it (`cursor`, `pageInfo`'s start
+/// and end): most pages are read as `nodes`, and a page of 20 encoded 20 cursors for nothing.
+pub struct PageCursor(Cursor);
+
+impl CursorType for PageCursor {
+    type Error = ApiError;
+
+    fn decode_cursor(cursor: &str) -> std::result::Result<Self, ApiError> {
+        parse_cursor(cursor).map(PageCursor)
+    }
+
+    fn encode_cursor(&self) -> String {
+        encode_cursor(&self.0)
+    }
+}
 
 /// `first` (default 20, at most 100) and `after` as the store wants them.
 pub fn page_request(first: Option<i32>, after: Option<String>) -> Result<PageRequest> {
@@ -61,11 +77,11 @@ pub fn encode_cursor(cursor: &Cursor) -> String {
 }
 
 fn decode_cursor(cursor: &str) -> Result<Cursor> {
-    let bad = || {
-        gql(ApiError::BadUserInput(
-            "after: not a cursor of this list".into(),
-        ))
-    };
+    parse_cursor(cursor).map_err(gql)
+}
+
+fn parse_cursor(cursor: &str) -> std::result::Result<Cursor, ApiError> {
+    let bad = || ApiError::BadUserInput("after: not a cursor of this list".into());
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
     // A cursor is ours only if it holds what we put in one: text as `validate::text` lets
@@ -102,7 +118,7 @@ where
     list.edges = page
         .items
         .into_iter()
-        .map(|row| Edge::new(encode_cursor(&cursor(&row)), node(row)))
+        .map(|row| Edge::new(PageCursor(cursor(&row)), node(row)))
         .collect();
     list
 }
