@@ -1,7 +1,11 @@
 //! Access tokens on the API (RFC 6750 §2.1, DPoP-bound ones by RFC 9449 §7) checked as
 //! RFC 9068 §4 asks: RS256 by a key of
 //! the issuer's JWKS, `typ` at+jwt, `iss`, `aud`, `exp`/`nbf` with 60 s leeway, and the
-//! claims the API relies on; then the grant must still stand.
+//! claims the API relies on; then the grant must still stand. A token this node checked
+//! before is not verified again while its check holds (`verified`); its grant, its DPoP proof
+//! and its scopes are checked on every request.
+
+use std::sync::Arc;
 
 use axum::http::{header, HeaderMap};
 use jose::{AccessTokenClaims, BindingError, Scheme, UnixTime, Validation};
@@ -9,6 +13,7 @@ use store::{ApiStanding, TenantId, TenantStore};
 
 use crate::error::ApiError;
 use crate::state::ApiState;
+use crate::verified::{TokenDigest, Verified};
 use crate::GRAPHQL_PATH;
 
 const LEEWAY: i64 = 60;
@@ -16,7 +21,7 @@ const LEEWAY: i64 = 60;
 /// Who is calling: the checked claims of the access token.
 #[derive(Clone, Debug)]
 pub struct Caller {
-    pub claims: AccessTokenClaims,
+    pub claims: Arc<AccessTokenClaims>,
     pub tenant: TenantId,
 }
 
@@ -36,26 +41,7 @@ pub async fn authenticate<'h>(
     now: UnixTime,
 ) -> Result<Authenticated<'h>, ApiError> {
     let (scheme, token) = presented_token(headers)?;
-    let invalid = |_| ApiError::Unauthenticated("the access token is invalid or expired");
-    let header = jose::decode_header(token).map_err(invalid)?;
-    // Only RS256 is ever accepted (no `none`, no HMAC), before any key is looked up.
-    if header.alg != "RS256" {
-        return Err(ApiError::Unauthenticated(
-            "the access token is invalid or expired",
-        ));
-    }
-    let kid = header.kid.ok_or(ApiError::Unauthenticated(
-        "the access token is invalid or expired",
-    ))?;
-    let keys = state.keys.for_kid(&kid, now).await?;
-    let validation = Validation {
-        typ: "at+jwt",
-        issuer: &state.config.issuer,
-        audience: &state.config.audience,
-        now,
-        leeway: LEEWAY,
-    };
-    let claims: AccessTokenClaims = jose::verify_jwt(token, &keys, &validation).map_err(invalid)?;
+    let claims = checked_claims(state, token, now).await?;
     let tenant = TenantId::parse(&claims.tenant)
         .map_err(|_| ApiError::Unauthenticated("the access token is invalid or expired"))?;
     if claims.organization_guid.is_empty() {
@@ -86,6 +72,53 @@ pub async fn authenticate<'h>(
         token,
         data_version,
     })
+}
+
+/// The token's signature and claims, checked as the module says, or as this node checked
+/// these exact bytes before with the keys it still holds
+/// ([`VerifiedTokens`](crate::verified::VerifiedTokens)).
+async fn checked_claims(
+    state: &ApiState,
+    token: &str,
+    now: UnixTime,
+) -> Result<Arc<AccessTokenClaims>, ApiError> {
+    let digest = TokenDigest::of(token);
+    if let Some(kept) = state.verified.get(&digest) {
+        let keys = state.keys.for_kid(&kept.kid, now).await?;
+        if kept.holds(&keys, now, LEEWAY) {
+            return Ok(kept.claims);
+        }
+        state.verified.forget(&digest);
+    }
+    let invalid = |_| ApiError::Unauthenticated("the access token is invalid or expired");
+    let header = jose::decode_header(token).map_err(invalid)?;
+    // Only RS256 is ever accepted (no `none`, no HMAC), before any key is looked up.
+    if header.alg != "RS256" {
+        return Err(ApiError::Unauthenticated(
+            "the access token is invalid or expired",
+        ));
+    }
+    let kid = header.kid.ok_or(ApiError::Unauthenticated(
+        "the access token is invalid or expired",
+    ))?;
+    let keys = state.keys.for_kid(&kid, now).await?;
+    let validation = Validation {
+        typ: "at+jwt",
+        issuer: &state.config.issuer,
+        audience: &state.config.audience,
+        now,
+        leeway: LEEWAY,
+    };
+    let claims: AccessTokenClaims = jose::verify_jwt(token, &keys, &validation).map_err(invalid)?;
+    let claims = Arc::new(claims);
+    let verified = Verified {
+        claims: claims.clone(),
+        kid: kid.into(),
+        keys,
+        checked_at: now,
+    };
+    state.verified.put(digest, verified);
+    Ok(claims)
 }
 
 fn presented_token(headers: &HeaderMap) -> Result<(Scheme, &str), ApiError> {

@@ -8,6 +8,7 @@ mod keys;
 mod schema;
 mod state;
 mod validate;
+mod verified;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -9,6 +9,7 @@ use crate::cache::ResponseCache;
 use crate::error::ApiError;
 use crate::keys::RemoteKeys;
 use crate::schema::{build_schema, ApiSchema};
+use crate::verified::VerifiedTokens;
 
 #[derive(Clone, Debug)]
 pub struct ApiConfig {
@@ -28,6 +29,8 @@ pub struct ApiState {
     pub clock: Arc<dyn Clock>,
     pub schema: ApiSchema,
     pub cache: ResponseCache,
+    /// Tokens whose signature this node checked already.
+    pub verified: VerifiedTokens,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -56,6 +59,7 @@ impl ApiState {
             clock,
             schema,
             cache,
+            verified: VerifiedTokens::default(),
         })
     }
 }

@@ -14,6 +14,7 @@ on_both_backends!(
     viewer_answers_the_tokens_subject_organization_and_scopes,
     missing_or_forged_tokens_are_401_with_no_data,
     a_revoked_grant_ends_its_access_tokens_on_the_api,
+    a_token_the_api_has_accepted_is_refused_once_it_expires,
 );
 
 const VIEWER: &str = "{ viewer { subject organization { guid name } scopes } }";
@@ -188,6 +189,24 @@ async fn a_revoked_grant_ends_its_access_tokens_on_the_api(db: TestDatabase) {
             .status(),
         200
     );
+    assert_unauthorized(&graphql(&app, Some(&bearer), VIEWER).await);
+    app.stop().await;
+}
+
+/// RFC 7519 §4.1.4 with the API's 60 s leeway: a token the API accepted, and so verified
+/// once and kept as verified, is refused from `exp` + 60 on, while the key set that verified
+/// it is still the API's (fetched at the first request below, fresh for 60 s).
+async fn a_token_the_api_has_accepted_is_refused_once_it_expires(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let token = token(&app, "openid jobs").await;
+    let exp = jwt_parts(&token).1["exp"].as_i64().unwrap();
+    let bearer = format!("Bearer {token}");
+    app.clock.set(exp + 30);
+    assert_eq!(graphql(&app, Some(&bearer), VIEWER).await.status(), 200);
+    app.clock.set(exp + 59);
+    assert_eq!(graphql(&app, Some(&bearer), VIEWER).await.status(), 200);
+    app.clock.set(exp + 60);
     assert_unauthorized(&graphql(&app, Some(&bearer), VIEWER).await);
     app.stop().await;
 }
