@@ -1,8 +1,8 @@
 //! Access tokens whose signature and claims this node has already checked.
 //!
 //! An app sends the same access token with every request for the token's life, and each
-//! request checked its RS256 signature again: a public-key operation, two base64 decodes and
-//! two JSON parses, about a twentieth of an uncached API query's CPU (docs/performance.md).
+//! request checked its RS256 signature again: a public-key operation and the base64 and JSON
+//! of its parts, about a twentieth of an uncached API query's CPU (docs/performance.md).
 //! What that check proves depends only on the token's bytes, the issuer's key set and this
 //! API's configuration, so its result is kept here, under a SHA-256 digest of the exact
 //! token, with the key set that verified it. It is reused only while that same key set is
