@@ -162,6 +162,18 @@ impl Conn {
             }
             Conn::Lent => return Err(lent()),
         };
+        self.run_blocking(sql, values, progress).await
+    }
+
+    /// Runs `sql` on an inline connection on the blocking pool, from `progress` on, waiting
+    /// up to the busy timeout for a lock another process holds; this thread goes on with
+    /// other tasks meanwhile.
+    async fn run_blocking(
+        &mut self,
+        sql: &str,
+        values: Vec<AnyValueKind<'_>>,
+        progress: Progress,
+    ) -> Result<Results, sqlx::Error> {
         let mut inline = match std::mem::replace(self, Conn::Lent) {
             Conn::Inline(inline) => inline,
             other => {
@@ -302,6 +314,31 @@ impl Pool {
         let mut conn = self.acquire().await?;
         conn.begin().await?;
         Ok(PoolTransaction { conn })
+    }
+
+    /// Runs one statement with the caller's worker thread free: an inline SQLite
+    /// connection runs it on the blocking pool (sqlx's connections always run theirs on a
+    /// thread of their own). For statements that take long enough to hold up every request
+    /// on the worker, as the clean-up's batches of deletes do; the rows it changed.
+    pub(crate) async fn execute_off_worker<'q>(
+        &self,
+        mut query: sqlx::query::Query<'q, Any, AnyArguments<'q>>,
+    ) -> Result<u64, sqlx::Error> {
+        let mut conn = self.acquire().await?;
+        let results = if matches!(*conn, Conn::Inline(_)) {
+            let arguments = query.take_arguments().map_err(sqlx::Error::Encode)?;
+            let values = arguments.map(|a| a.values.0).unwrap_or_default();
+            conn.run_blocking(query.sql(), values, Progress::default())
+                .await
+        } else {
+            conn.fetch_many(query).try_collect::<Vec<_>>().await
+        };
+        conn.settle_after(&results);
+        Ok(results?
+            .iter()
+            .filter_map(|result| result.as_ref().left())
+            .map(AnyQueryResult::rows_affected)
+            .sum())
     }
 
     /// Connections open, idle or in use.
