@@ -217,6 +217,9 @@ async fn run(cli: &Cli) -> Result<Finished> {
     }
     if !rows.is_empty() {
         println!("{}", report::table(&rows));
+        if let Some(warning) = report::unsteady_ceiling(&rows) {
+            println!("{warning}\n");
+        }
     }
     for soak in &soaks {
         println!("{}\n", soak::table(soak));

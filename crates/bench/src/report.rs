@@ -202,6 +202,29 @@ pub fn table(rows: &[Row]) -> String {
     out.join("\n")
 }
 
+/// How far the RSA ceiling may move between the rows of one run before the `ceiling %`
+/// column stops meaning anything: a tenth, about what one host's runs differ by.
+const STEADY_CEILING: f64 = 0.10;
+
+/// A warning for under the table when the ceilings measured before the rows differ by more
+/// than [`STEADY_CEILING`]: the host's CPU was not steady (a throttled or shared core), so
+/// no row can be judged against the target with a ceiling measured seconds apart.
+pub fn unsteady_ceiling(rows: &[Row]) -> Option<String> {
+    let ceilings = rows.iter().filter_map(|r| r.ceiling_signs_per_cpu_s);
+    let (low, high) = ceilings.fold((f64::INFINITY, 0.0_f64), |(low, high), c| {
+        (low.min(c), high.max(c))
+    });
+    if low <= 0.0 || !low.is_finite() || high / low - 1.0 <= STEADY_CEILING {
+        return None;
+    }
+    Some(format!(
+        "warning: the RSA-2048 ceiling moved from {low:.0} to {high:.0} signatures per \
+         CPU-second ({:.0}% apart) between the rows: this host's CPU was not steady, so the \
+         ceiling % column cannot judge a row; measure on a quieter host",
+        (high / low - 1.0) * 100.0
+    ))
+}
+
 /// A figure, or an empty cell where it means nothing.
 fn optional(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(String::new, |v| format!("{v:.decimals$}"))
@@ -299,6 +322,45 @@ mod tests {
             wall: Duration::from_secs(1),
             pinned_cpu: Some(0),
         }
+    }
+
+    #[test]
+    fn a_ceiling_that_moved_more_than_a_tenth_between_rows_is_called_unsteady() {
+        let with_ceiling = |signs: Option<f64>| {
+            let mut row = Row::new(
+                Workload::Refresh,
+                "sqlite",
+                Mode::Max,
+                4,
+                Measured {
+                    latencies: vec![Duration::from_millis(2); 10],
+                    errors: 0,
+                    error_samples: Vec::new(),
+                    elapsed: Duration::from_secs(1),
+                    server_cpu: Duration::from_millis(10),
+                    generator_cpu: Duration::ZERO,
+                    stolen: Duration::ZERO,
+                    rss: RssAround::default(),
+                },
+                Some(&ceiling()),
+            );
+            row.ceiling_signs_per_cpu_s = signs;
+            row
+        };
+        let steady = [with_ceiling(Some(2000.0)), with_ceiling(Some(2190.0))];
+        assert_eq!(unsteady_ceiling(&steady), None);
+        let moved = [
+            with_ceiling(Some(1477.0)),
+            with_ceiling(None),
+            with_ceiling(Some(2646.0)),
+        ];
+        let warning = unsteady_ceiling(&moved).expect("a warning");
+        assert!(
+            warning.contains("from 1477 to 2646") && warning.contains("(79% apart)"),
+            "{warning}"
+        );
+        assert_eq!(unsteady_ceiling(&[with_ceiling(None)]), None);
+        assert_eq!(unsteady_ceiling(&[]), None);
     }
 
     #[test]
