@@ -48,7 +48,12 @@ fn within(since: UnixTime, now: UnixTime, window: i64) -> bool {
 
 impl RemoteKeys {
     pub fn new(jwks_url: String) -> Result<RemoteKeys, ApiError> {
+        // No connection is kept between fetches: they come a minute apart at most, about
+        // when a server's idle timeout (ours is 60 s) closes a kept one, and a request sent
+        // on a connection the issuer is closing fails (seen in a soak: "unreachable" on
+        // loopback), leaving the copy stale for another MIN_INTERVAL.
         let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -117,7 +122,15 @@ impl RemoteKeys {
             .get(&self.inner.jwks_url)
             .send()
             .await
-            .map_err(|_| "unreachable")?;
+            .map_err(|error| {
+                if error.is_timeout() {
+                    "timed out"
+                } else if error.is_connect() {
+                    "unreachable"
+                } else {
+                    "connection lost"
+                }
+            })?;
         if !response.status().is_success() {
             return Err("unexpected status");
         }
@@ -200,6 +213,61 @@ mod tests {
             .await
             .unwrap()
             .contains(&known.kid)
+    }
+
+    /// An issuer that answers one request per connection and closes the connection when
+    /// another comes on it: a server whose idle timeout ends a kept-alive connection as a
+    /// request arrives (ours closes them after 60 s, the interval of the API's fetches).
+    async fn one_request_per_connection(keys: Vec<Jwk>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let jwks_url = format!("http://{}/oauth/jwks", listener.local_addr().unwrap());
+        let body = serde_json::to_vec(&Jwks { keys }).unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if socket.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    socket.write_all(response.as_bytes()).await.unwrap();
+                    socket.write_all(&body).await.unwrap();
+                    // The next request on this connection is read, then the connection
+                    // closed without an answer.
+                    let _ = socket.read(&mut byte).await;
+                });
+            }
+        });
+        jwks_url
+    }
+
+    #[tokio::test]
+    async fn each_fetch_has_a_connection_of_its_own() {
+        let (a, b) = (public_key(), public_key());
+        let keys =
+            RemoteKeys::new(one_request_per_connection(vec![a.clone(), b.clone()]).await).unwrap();
+        let t = 1_800_000_000;
+        assert!(knows(&keys, &a, t, &a).await);
+        // A minute later the copy has expired: the fetch must not reuse the first one's
+        // connection, which the issuer closes as the request comes.
+        let later = t + MAX_AGE;
+        keys.for_kid(&b.kid, later).await.unwrap();
+        assert_eq!(
+            keys.read().keys.as_ref().map(|(_, fetched)| *fetched),
+            Some(later),
+            "the second fetch failed"
+        );
     }
 
     #[tokio::test]
