@@ -476,20 +476,33 @@ async fn measure(
         seeder: None,
     };
     let mut rows = Vec::new();
+    let mut highest_ceiling = 0.0;
     for workload in &plan.workloads {
-        rows.extend(measure_workload(server, &shared, backend.name(), plan, *workload).await?);
+        rows.extend(
+            measure_workload(
+                server,
+                &shared,
+                backend.name(),
+                plan,
+                *workload,
+                &mut highest_ceiling,
+            )
+            .await?,
+        );
     }
     Ok((rows, None))
 }
 
 /// One workload's closed-loop row, and its paced row if asked for; `label` is the row's
-/// `backend`.
+/// `backend`. `highest_ceiling` is the most token responses per core-second any ceiling of
+/// this server's run has measured so far.
 async fn measure_workload(
     server: &Server,
     shared: &Shared,
     label: &str,
     plan: &Plan,
     workload: Workload,
+    highest_ceiling: &mut f64,
 ) -> Result<Vec<Row>> {
     let timing = plan.timing;
     // Before the connections open: the server is idle then.
@@ -505,10 +518,15 @@ async fn measure_workload(
         timing.warmup,
         timing.duration
     );
-    // No server answers faster than its cores can sign, so this bounds the exchanges.
+    if let Some(ceiling) = &ceiling {
+        *highest_ceiling = highest_ceiling.max(ceiling.token_responses_per_core());
+    }
+    // No server answers faster than its cores can sign, so this bounds the exchanges. The
+    // highest ceiling of the run, not this one alone: on a host whose core slows and
+    // speeds up, a ceiling measured low ran the pool dry mid-window.
     let codes = match (workload, &ceiling) {
-        (Workload::Exchange, Some(ceiling)) => codes::per_connection(
-            ceiling.token_responses_per_core() * plan.server_cores as f64,
+        (Workload::Exchange, Some(_)) => codes::per_connection(
+            *highest_ceiling * plan.server_cores as f64,
             timing.run_length(),
             timing.connections,
         ),

@@ -129,8 +129,17 @@ pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<BackendRun> 
     };
     let outcome = async {
         let mut rows = Vec::new();
+        let mut highest_ceiling = 0.0;
         for workload in &plan.workloads {
-            rows.extend(measure_workload(&server, &shared, LABEL, plan, *workload).await?);
+            let measured = measure_workload(
+                &server,
+                &shared,
+                LABEL,
+                plan,
+                *workload,
+                &mut highest_ceiling,
+            );
+            rows.extend(measured.await?);
         }
         anyhow::Ok(rows)
     }
