@@ -16,7 +16,8 @@ use crate::pool::{Pool, PooledConnection};
 use crate::UnixTime;
 
 /// Rows per delete: small enough that the writers waiting behind one on SQLite wait a few
-/// milliseconds (a logged soak deleted 1,000 rows in about 28 ms on a 2-vCPU host).
+/// milliseconds (a logged soak's pass deleted 21,341 rows in batches of 1,000, and freed
+/// their pages, in about 0.6 s on a 2-vCPU host: under 30 ms a batch).
 pub const CLEANUP_BATCH_ROWS: i64 = 250;
 
 /// Free SQLite pages returned to the file system per step of `incremental_vacuum` (1 MiB of
@@ -275,11 +276,10 @@ impl Lane {
         &mut self,
         query: Query<'q, Any, AnyArguments<'q>>,
     ) -> Result<u64, StoreError> {
-        let done = match self {
-            Lane::Locked(conn) => query.execute(&mut **conn).await?,
-            Lane::Pooled(pool) => return Ok(pool.execute_off_worker(query).await?),
-        };
-        Ok(done.rows_affected())
+        Ok(match self {
+            Lane::Locked(conn) => query.execute(&mut **conn).await?.rows_affected(),
+            Lane::Pooled(pool) => pool.execute_off_worker(query).await?,
+        })
     }
 
     /// A statement's one number (a pragma's answer).
