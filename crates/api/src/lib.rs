@@ -2,6 +2,7 @@
 
 mod bearer;
 mod cache;
+mod document;
 mod error;
 mod graphiql;
 mod keys;
@@ -73,7 +74,10 @@ async fn graphql(
         }
     };
     // The document is parsed once, here, and kept in the request: the check, the cache and
-    // the schema all read that parse.
+    // the schema all read that parse (ours where it can, else async-graphql's).
+    if let Some(document) = document::parse(&request.query) {
+        request.set_parsed_query(document);
+    }
     if let Err(error) = schema::control_characters::check(&mut request) {
         return answer(async_graphql::Response::from_errors(vec![error])).0;
     }
