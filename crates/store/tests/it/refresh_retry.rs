@@ -4,7 +4,6 @@
 //! the window, after the successor was used, by another client, or with no window, it is
 //! reuse and revokes the grant as spec §5.7 says. Concurrent retries on two stores (two
 //! nodes) have exactly one winner.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{

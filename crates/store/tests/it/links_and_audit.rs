@@ -1,6 +1,5 @@
 //! Password links (one per user, single use, expiring) and the audit trail's listing
 //! (newest first, by `seq`, filtered by kind and time), on both backends.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{

@@ -1,6 +1,5 @@
 //! Several databases behind one store: tenants placed on shards by the shard map, migrations
 //! and the first signing key when nodes start together, and the audit trail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{NewAuditEvent, NewClient, ShardMap, Store, StoreError, TenantId};

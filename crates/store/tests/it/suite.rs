@@ -1,6 +1,5 @@
 //! The store's suite, run once on SQLite and once on PostgreSQL: the same assertions on both,
 //! so the backends cannot drift.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::AttemptEnd;

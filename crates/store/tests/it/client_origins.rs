@@ -1,6 +1,5 @@
 //! The clients' web origins (migration 0006) and the list the CORS allow-list is built from:
 //! every client of every tenant, each read from the database its tenant is placed in.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{ClientOrigins, NewClient, ShardMap, Store, TenantId};

@@ -1,6 +1,5 @@
 //! The clients' administration in the store: keyset listing with a literal `q`, updates under
 //! a revision, secret rotation with and without grace, disabling (out of the CORS list).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{ClientChanges, NewClient, PreviousSecret, Store, StoreError, TenantId};

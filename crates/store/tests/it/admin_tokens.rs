@@ -1,6 +1,5 @@
 //! Admin API tokens (migration 0010): kept by hash, found only while unrevoked, names unique
 //! forever, on both backends.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{AdminToken, Entity, Store, StoreError, TenantId};

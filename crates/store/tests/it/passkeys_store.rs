@@ -1,7 +1,6 @@
 //! Passkeys, WebAuthn user handles and ceremonies on both backends: a handle made once per
 //! user, a credential id registered once, a counter update that only one of two concurrent
 //! uses wins, and a ceremony taken at most once and never after it expires.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{

@@ -2,7 +2,6 @@
 //! SQLite and once on PostgreSQL: organizations never see each other's records, and the rules
 //! the store promises (no overlapping shifts, no over-payment, final statuses, stable pages,
 //! batched lookups) hold on both backends, also under concurrent writers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{

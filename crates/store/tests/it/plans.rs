@@ -3,7 +3,6 @@
 //! never been analyzed. Each must go through the primary key `(tenant_id, <hash>)`; another
 //! index led by the tenant would read every row of the tenant for each lookup once the table
 //! fills (migration 0005).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use sqlx::{Connection, Executor, Row};
 use store::testing::TestDatabase;

@@ -1,6 +1,5 @@
 //! SQLite's write-ahead log: no commit checkpoints it (that fsync would sit on a request's
 //! path); `Store::checkpoint`, which the server runs in the background, does.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

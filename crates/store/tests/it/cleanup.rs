@@ -1,7 +1,6 @@
 //! The expiry clean-up on both backends, with fixed times: every kind of expired row goes,
 //! every live row stays, a consumed refresh token kept until its expiry still revokes its
 //! grant, and passes that run at once both succeed.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{
@@ -623,7 +622,7 @@ async fn a_new_sqlite_file_shrinks_after_a_clean_up() {
 }
 
 /// The bytes a row of each kind adds to an SQLite file, for the size per active user in
-/// docs/deployment.md: `cargo test -p fieldauth-store --test cleanup -- --ignored
+/// docs/deployment.md: `cargo test -p fieldauth-store --test it cleanup -- --ignored
 /// --nocapture`. It prints; it asserts nothing about sizes.
 #[tokio::test]
 #[ignore = "issue 21: a measurement for docs/deployment.md, run by hand"]

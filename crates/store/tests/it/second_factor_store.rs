@@ -1,7 +1,6 @@
 //! A second factor's records (issue 24): TOTP authenticators (unconfirmed until a first code,
 //! each time step accepted once, whichever caller comes first) and single-use recovery codes
 //! (replaced whole, each spent once), on both backends.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use store::testing::TestDatabase;
 use store::{Entity, NewUser, Store, StoreError, TenantId, TotpSecret, TotpStatus};
