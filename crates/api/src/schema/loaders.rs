@@ -2,10 +2,10 @@
 //! assignments, each assignment's employee) is loaded for all rows with one statement, not one
 //! per row. One batcher per request, bound to the token's tenant and organization.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::batcher::{Batcher, Fetch};
+use super::batcher::{Batcher, Fetch, Map};
 use store::{
     Assignment, Contact, Customer, Employee, Invoice, InvoiceLine, Job, Payment, Property, Shift,
     Store, StoreError, TenantId, WorkOrder,
@@ -42,7 +42,7 @@ macro_rules! by_id {
             type Value = $value;
             type Error = LoadError;
 
-            async fn fetch(&self, keys: &[$key]) -> Result<HashMap<$key, $value>, LoadError> {
+            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, $value>, LoadError> {
                 let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
                 let rows = self
                     .store
@@ -72,8 +72,8 @@ macro_rules! children {
             type Value = Vec<$value>;
             type Error = LoadError;
 
-            async fn fetch(&self, keys: &[$key]) -> Result<HashMap<$key, Vec<$value>>, LoadError> {
-                let mut grouped: HashMap<$key, Vec<$value>> =
+            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, Vec<$value>>, LoadError> {
+                let mut grouped: Map<$key, Vec<$value>> =
                     keys.iter().map(|k| (k.clone(), Vec::new())).collect();
                 let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();
                 for first in bounds {
