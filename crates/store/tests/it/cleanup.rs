@@ -10,26 +10,6 @@ use store::{
     TenantStore,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(&db).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(&db).await;
-            })*
-        }
-    };
-}
-
 on_both_backends!(
     every_expired_row_goes_and_every_live_row_stays,
     a_pass_deletes_batch_after_batch_until_none_is_left,

@@ -12,27 +12,7 @@ use store::{
     StoreError, TenantId, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::run(&db, super::$name).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::run(&db, super::$name).await;
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+on_both_backends!(run:
     organizations_never_see_or_touch_each_others_records,
     shifts_of_one_employee_never_overlap,
     concurrent_overlapping_shifts_have_one_winner,

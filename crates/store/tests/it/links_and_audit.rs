@@ -7,26 +7,6 @@ use store::{
     Store, TenantId,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(&db).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(&db).await;
-            })*
-        }
-    };
-}
-
 on_both_backends!(
     a_link_is_spent_once_replaced_by_the_next_and_dead_after_expiry,
     audit_events_list_newest_first_by_seq_with_filters,

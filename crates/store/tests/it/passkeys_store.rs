@@ -8,27 +8,7 @@ use store::{
     TenantStore,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(super::connect(&db).await).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(super::connect(&db).await).await;
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+on_both_backends!(connect:
     a_user_handle_is_made_once_and_only_for_a_known_user,
     a_credential_id_is_registered_once_and_removed_only_by_its_user,
     of_two_uses_against_one_counter_only_one_is_recorded,

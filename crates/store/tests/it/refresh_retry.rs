@@ -11,26 +11,6 @@ use store::{
     NewRefreshToken, NewUser, RefreshRotation, RefreshingClient, Store, TenantId, TenantStore,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(&db).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(&db).await;
-            })*
-        }
-    };
-}
-
 on_both_backends!(
     a_retry_within_the_window_is_answered_once_and_ends_the_first_successor,
     a_retry_after_the_window_is_reuse_and_revokes_the_grant,

@@ -5,26 +5,6 @@
 use store::testing::TestDatabase;
 use store::{Entity, NewUser, Store, StoreError, TenantId, TotpSecret, TotpStatus};
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(&db).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(&db).await;
-            })*
-        }
-    };
-}
-
 on_both_backends!(
     an_authenticator_counts_only_once_confirmed_and_is_replaced_only_when_asked,
     each_time_step_is_accepted_once_and_never_an_earlier_one,

@@ -10,27 +10,7 @@ use store::{
     StoreError, TenantId, TenantStore, User,
 };
 
-/// Declares each test twice: `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $name() {
-                let db = store::testing::TestDatabase::sqlite();
-                super::$name(super::connect(&db).await).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $name() {
-                let Some(db) = store::testing::TestDatabase::postgres().await else { return };
-                super::$name(super::connect(&db).await).await;
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+on_both_backends!(connect:
     tenant_ids_are_unique_and_listed_in_order,
     clients_round_trip_with_type_secret_uris_and_scopes,
     client_of_unknown_tenant_is_not_found_and_duplicate_conflicts,
