@@ -35,8 +35,19 @@ impl CursorType for PageCursor {
     }
 }
 
-/// `first` (default 20, at most 100) and `after` as the store wants them.
-pub fn page_request(first: Option<i32>, after: Option<String>) -> Result<PageRequest> {
+/// Whether the client asked for the list's `totalCount`: the store then counts the list in
+/// the page's own statement.
+pub fn asks_total(ctx: &Context<'_>) -> bool {
+    ctx.look_ahead().field("totalCount").exists()
+}
+
+/// `first` (default 20, at most 100) and `after` as the store wants them, and whether to
+/// count the list with the page.
+pub fn page_request(
+    first: Option<i32>,
+    after: Option<String>,
+    with_total: bool,
+) -> Result<PageRequest> {
     let first = first.unwrap_or(DEFAULT_PAGE);
     if !(0..=MAX_PAGE).contains(&first) {
         return Err(gql(ApiError::BadUserInput(format!(
@@ -47,6 +58,7 @@ pub fn page_request(first: Option<i32>, after: Option<String>) -> Result<PageReq
     Ok(PageRequest {
         after,
         first: first.unsigned_abs(),
+        with_total,
     })
 }
 
@@ -114,6 +126,10 @@ pub fn connection<R, T>(
 where
     T: OutputType,
 {
+    let total = match page.total {
+        Some(count) => Total::Counted(count),
+        None => total,
+    };
     let mut list = Connection::with_additional_fields(had_cursor, page.has_next_page, total);
     list.edges = page
         .items
@@ -123,8 +139,10 @@ where
     list
 }
 
-/// The filter of a list, kept so `totalCount` is counted only when asked for.
+/// The list's length, counted with its page, or the filter of the list, kept so
+/// `totalCount` is counted only when asked for.
 pub enum Total {
+    Counted(i64),
     Jobs(JobFilter),
     WorkOrders(WorkOrderFilter),
     Customers(CustomerFilter),
@@ -138,6 +156,7 @@ impl Total {
     async fn total_count(&self, ctx: &Context<'_>) -> Result<i64> {
         let org = org(ctx)?;
         let count = match self {
+            Total::Counted(count) => Ok(*count),
             Total::Jobs(f) => org.count_jobs(f).await,
             Total::WorkOrders(f) => org.count_work_orders(f).await,
             Total::Customers(f) => org.count_customers(f).await,
@@ -178,11 +197,11 @@ mod tests {
 
     #[test]
     fn page_sizes_are_bounded() {
-        assert_eq!(page_request(None, None).unwrap().first, 20);
-        assert_eq!(page_request(Some(100), None).unwrap().first, 100);
-        assert_eq!(page_request(Some(0), None).unwrap().first, 0);
-        assert!(page_request(Some(101), None).is_err());
-        assert!(page_request(Some(-1), None).is_err());
+        assert_eq!(page_request(None, None, false).unwrap().first, 20);
+        assert_eq!(page_request(Some(100), None, false).unwrap().first, 100);
+        assert_eq!(page_request(Some(0), None, false).unwrap().first, 0);
+        assert!(page_request(Some(101), None, false).is_err());
+        assert!(page_request(Some(-1), None, false).is_err());
     }
 
     #[test]

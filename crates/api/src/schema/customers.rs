@@ -3,7 +3,7 @@
 use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 use store::{BillingProfile as StoreBilling, CustomerFilter, NewCustomer};
 
-use super::connection::{connection, nested_first, page_request, List, Total};
+use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{ContactsOf, CustomerId, PropertiesOf};
 use super::plain::{plain_fields, Plain};
@@ -236,7 +236,7 @@ impl CustomersQuery {
             String,
         >,
     ) -> Result<Option<List<Plain<Customer>>>> {
-        let page = page_request(first, after)?;
+        let page = page_request(first, after, asks_total(ctx))?;
         let filter = CustomerFilter {
             name_contains: validate::optional_text("search", search.as_deref(), 200)?,
         };

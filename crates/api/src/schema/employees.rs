@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{EmployeeFilter as StoreEmployeeFilter, NewEmployee};
 
-use super::connection::{connection, nested_first, page_request, List, Total};
+use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::loaders::{EmployeeId, ShiftsOf};
 use super::plain::{plain_fields, Plain};
@@ -128,7 +128,7 @@ impl EmployeesQuery {
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<EmployeeFilter>,
     ) -> Result<Option<List<Plain<Employee>>>> {
-        let page = page_request(first, after)?;
+        let page = page_request(first, after, asks_total(ctx))?;
         let filter = StoreEmployeeFilter {
             role: filter.unwrap_or_default().role.map(Into::into),
         };

@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{InvoiceFilter as StoreInvoiceFilter, NewInvoice, NewInvoiceLine, NewPayment};
 
-use super::connection::{connection, nested_first, page_request, List, Total};
+use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::Customer;
 use super::loaders::{CustomerId, InvoiceId, LinesOf, PaymentsOf, WorkOrderId};
@@ -255,7 +255,7 @@ impl InvoicesQuery {
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<InvoiceFilter>,
     ) -> Result<Option<List<Plain<Invoice>>>> {
-        let page = page_request(first, after)?;
+        let page = page_request(first, after, asks_total(ctx))?;
         let filter = filter.unwrap_or_default();
         let filter = StoreInvoiceFilter {
             status: filter.status.map(Into::into),

@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{JobFilter as StoreJobFilter, NewJob};
 
-use super::connection::{connection, nested_first, page_request, List, Total};
+use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
 use super::loaders::{AssignmentsOf, EmployeeId, JobId, WorkOrderId};
@@ -200,7 +200,7 @@ impl JobsQuery {
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<JobFilter>,
     ) -> Result<Option<List<Plain<Job>>>> {
-        let page = page_request(first, after)?;
+        let page = page_request(first, after, asks_total(ctx))?;
         let filter = filter.unwrap_or_default();
         if let (Some(from), Some(to)) = (filter.scheduled_from, filter.scheduled_to) {
             validate::window("filter", from, to, 3_660)?;

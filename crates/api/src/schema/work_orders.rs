@@ -3,7 +3,7 @@
 use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
 use store::{NewWorkOrder, WorkOrderFilter as StoreWorkOrderFilter};
 
-use super::connection::{connection, nested_first, page_request, List, Total};
+use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::{Customer, Property};
 use super::jobs::Job;
@@ -163,7 +163,7 @@ impl WorkOrdersQuery {
         #[graphql(desc = "The `endCursor` of the previous page.")] after: Option<String>,
         filter: Option<WorkOrderFilter>,
     ) -> Result<Option<List<Plain<WorkOrder>>>> {
-        let page = page_request(first, after)?;
+        let page = page_request(first, after, asks_total(ctx))?;
         let filter = filter.unwrap_or_default();
         let filter = StoreWorkOrderFilter {
             status: filter.status.map(Into::into),

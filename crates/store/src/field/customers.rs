@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{organization_missing_or, ChildList, OrgStore};
+use super::{organization_missing_or, ChildList, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -93,6 +93,11 @@ const CUSTOMER_ORDER: Order = Order {
     key_column: "name",
     numeric: false,
     id_column: "customer_id",
+};
+const CUSTOMERS: Listed = Listed {
+    table: "customers",
+    columns: CUSTOMER_COLUMNS,
+    order: CUSTOMER_ORDER,
 };
 
 impl Customer {
@@ -239,9 +244,8 @@ impl OrgStore<'_> {
         filter: &CustomerFilter,
         page: &PageRequest,
     ) -> Result<Page<Customer>, StoreError> {
-        let sql =
-            self.customer_filter(&format!("SELECT {CUSTOMER_COLUMNS} FROM customers"), filter);
-        self.page_of(sql, CUSTOMER_ORDER, page).await
+        self.page_of(&CUSTOMERS, self.customer_filter("", filter), page)
+            .await
     }
 
     pub async fn count_customers(&self, filter: &CustomerFilter) -> Result<i64, StoreError> {

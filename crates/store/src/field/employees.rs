@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{organization_missing_or, ChildList, EmployeeRole, OrgStore};
+use super::{organization_missing_or, ChildList, EmployeeRole, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -22,6 +22,11 @@ const EMPLOYEE_ORDER: Order = Order {
     key_column: "name",
     numeric: false,
     id_column: "employee_id",
+};
+const EMPLOYEES: Listed = Listed {
+    table: "employees",
+    columns: EMPLOYEE_COLUMNS,
+    order: EMPLOYEE_ORDER,
 };
 
 impl Employee {
@@ -98,9 +103,8 @@ impl OrgStore<'_> {
         filter: &EmployeeFilter,
         page: &PageRequest,
     ) -> Result<Page<Employee>, StoreError> {
-        let sql =
-            self.employee_filter(&format!("SELECT {EMPLOYEE_COLUMNS} FROM employees"), filter);
-        self.page_of(sql, EMPLOYEE_ORDER, page).await
+        self.page_of(&EMPLOYEES, self.employee_filter("", filter), page)
+            .await
     }
 
     pub async fn count_employees(&self, filter: &EmployeeFilter) -> Result<i64, StoreError> {

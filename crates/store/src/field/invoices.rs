@@ -3,7 +3,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{ChildList, InvoiceStatus, OrgStore, PaymentMethod};
+use super::{ChildList, InvoiceStatus, Listed, OrgStore, PaymentMethod};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -36,6 +36,11 @@ const INVOICE_ORDER: Order = Order {
     key_column: "number",
     numeric: true,
     id_column: "invoice_id",
+};
+const INVOICES: Listed = Listed {
+    table: "invoices",
+    columns: INVOICE_COLUMNS,
+    order: INVOICE_ORDER,
 };
 
 impl Invoice {
@@ -218,8 +223,8 @@ impl OrgStore<'_> {
         filter: &InvoiceFilter,
         page: &PageRequest,
     ) -> Result<Page<Invoice>, StoreError> {
-        let sql = self.invoice_filter(&format!("SELECT {INVOICE_COLUMNS} FROM invoices"), filter);
-        self.page_of(sql, INVOICE_ORDER, page).await
+        self.page_of(&INVOICES, self.invoice_filter("", filter), page)
+            .await
     }
 
     pub async fn count_invoices(&self, filter: &InvoiceFilter) -> Result<i64, StoreError> {

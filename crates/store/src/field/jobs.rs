@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{ChildList, JobStatus, OrgStore};
+use super::{ChildList, JobStatus, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -28,6 +28,11 @@ const JOB_ORDER: Order = Order {
     key_column: "scheduled_start",
     numeric: true,
     id_column: "job_id",
+};
+const JOBS: Listed = Listed {
+    table: "jobs",
+    columns: JOB_COLUMNS,
+    order: JOB_ORDER,
 };
 
 impl Job {
@@ -129,8 +134,7 @@ impl OrgStore<'_> {
         filter: &JobFilter,
         page: &PageRequest,
     ) -> Result<Page<Job>, StoreError> {
-        let sql = self.job_filter(&format!("SELECT {JOB_COLUMNS} FROM jobs"), filter);
-        self.page_of(sql, JOB_ORDER, page).await
+        self.page_of(&JOBS, self.job_filter("", filter), page).await
     }
 
     pub async fn count_jobs(&self, filter: &JobFilter) -> Result<i64, StoreError> {

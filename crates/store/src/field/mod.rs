@@ -61,19 +61,58 @@ impl<'a> OrgStore<'a> {
         sql
     }
 
-    /// One page of a filtered list, in the list's order.
+    /// One page of a list: `filtered` is its filter (`WHERE …`, from [`OrgStore::scoped`]
+    /// with no select), read in the list's order.
     pub(crate) async fn page_of<T>(
         &self,
-        mut sql: sql::Sql,
-        order: page::Order,
+        list: &Listed,
+        filtered: sql::Sql,
         page: &PageRequest,
     ) -> Result<Page<T>, StoreError>
     where
-        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow>,
     {
-        page::page_clause(&mut sql, order, page)?;
-        let rows = sql.query_as::<T>().fetch_all(self.tenant.pool()).await?;
-        Ok(Page::from_rows(rows, page.first))
+        let (rows, total) = self.page_rows(list, filtered, page).await?;
+        let rows = rows.iter().map(T::from_row).collect::<Result<_, _>>()?;
+        Ok(Page::from_rows(rows, page.first, total))
+    }
+
+    /// The page's rows, and the list's length when the page asks for it: counted in the
+    /// same statement (a subquery of the same filter, which both dialects run once), so a
+    /// page with its `totalCount` is one trip to the database. A page past the list's end
+    /// has no row to carry the count, and counts again.
+    async fn page_rows(
+        &self,
+        list: &Listed,
+        filtered: sql::Sql,
+        page: &PageRequest,
+    ) -> Result<(Vec<sqlx::any::AnyRow>, Option<i64>), StoreError> {
+        let Listed {
+            table,
+            columns,
+            order,
+        } = list;
+        let select = match page.with_total {
+            true => format!(
+                "SELECT {columns}, (SELECT COUNT(*) FROM {table}{filter}) AS \"{TOTAL}\" \
+                 FROM {table}",
+                filter = filtered.text()
+            ),
+            false => format!("SELECT {columns} FROM {table}"),
+        };
+        let counted = page.with_total.then(|| filtered.clone());
+        let mut sql = filtered.prepend(&select);
+        page::page_clause(&mut sql, *order, page)?;
+        let rows = sql.query().fetch_all(self.tenant.pool()).await?;
+        let total = match (counted, rows.first()) {
+            (None, _) => None,
+            (Some(_), Some(row)) => Some(sqlx::Row::try_get::<i64, _>(row, TOTAL)?),
+            (Some(filtered), None) => {
+                let count = filtered.prepend(&format!("SELECT COUNT(*) FROM {table}"));
+                Some(self.count_of(count).await?)
+            }
+        };
+        Ok((rows, total))
     }
 
     /// The number of rows a `SELECT COUNT(*)` with filters finds.
@@ -160,6 +199,17 @@ impl<'a> OrgStore<'a> {
         Ok(found)
     }
 }
+
+/// A list read in pages: its table, the columns of its records, and its order.
+pub(crate) struct Listed {
+    pub table: &'static str,
+    pub columns: &'static str,
+    pub order: page::Order,
+}
+
+/// What the list's length is called in a page's rows when it is counted with them: quoted,
+/// with a dot, so no column of a record is taken for it.
+const TOTAL: &str = "listed.total";
 
 /// A list of records under a parent record, as [`OrgStore::children`] reads it.
 pub(crate) struct ChildList<T> {

@@ -23,22 +23,27 @@ pub struct PageRequest {
     pub after: Option<Cursor>,
     /// The number of rows wanted; the caller enforces its maximum.
     pub first: u32,
+    /// Also count the whole list (every page of it), in the same statement.
+    pub with_total: bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub has_next_page: bool,
+    /// The rows of every page, when [`PageRequest::with_total`] asked for it.
+    pub total: Option<i64>,
 }
 
 impl<T> Page<T> {
     /// `rows` was fetched with one row more than asked, to learn whether a next page exists.
-    pub(crate) fn from_rows(mut rows: Vec<T>, first: u32) -> Page<T> {
+    pub(crate) fn from_rows(mut rows: Vec<T>, first: u32, total: Option<i64>) -> Page<T> {
         let has_next_page = rows.len() > first as usize;
         rows.truncate(first as usize);
         Page {
             items: rows,
             has_next_page,
+            total,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::query::QueryAs;
+use sqlx::query::{Query, QueryAs};
 use sqlx::{Any, FromRow};
 
 #[derive(Clone, Debug)]
@@ -57,6 +57,13 @@ impl Sql {
         }
     }
 
+    /// `text` before the statement so far (a select before its filter, a statement around
+    /// another as its subquery); the values stay as they are numbered.
+    pub(crate) fn prepend(mut self, text: &str) -> Sql {
+        self.text.insert_str(0, text);
+        self
+    }
+
     pub(crate) fn push(&mut self, text: &str) -> &mut Sql {
         self.text.push_str(text);
         self
@@ -82,6 +89,13 @@ impl Sql {
         self
     }
 
+    /// The text so far, and its values: another statement may repeat a part of it with the
+    /// same numbered placeholders (a count of the same filter), since both dialects bind a
+    /// number used twice once.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
     pub(crate) fn query_as<T>(&self) -> QueryAs<'_, Any, T, AnyArguments<'_>>
     where
         T: for<'r> FromRow<'r, AnyRow>,
@@ -89,6 +103,16 @@ impl Sql {
         self.values
             .iter()
             .fold(sqlx::query_as(&self.text), |query, value| match value {
+                Value::Text(v) => query.bind(v.clone()),
+                Value::Int(v) => query.bind(*v),
+            })
+    }
+
+    /// The statement's rows as they come, for rows that hold more than one record.
+    pub(crate) fn query(&self) -> Query<'_, Any, AnyArguments<'_>> {
+        self.values
+            .iter()
+            .fold(sqlx::query(&self.text), |query, value| match value {
                 Value::Text(v) => query.bind(v.clone()),
                 Value::Int(v) => query.bind(*v),
             })

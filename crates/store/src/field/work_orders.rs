@@ -2,7 +2,7 @@
 
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::sql::Sql;
-use super::{OrgStore, WorkOrderStatus};
+use super::{Listed, OrgStore, WorkOrderStatus};
 use crate::error::{Entity, StoreError};
 use crate::tenant::Transaction;
 use crate::UnixTime;
@@ -44,6 +44,11 @@ const WORK_ORDER_ORDER: Order = Order {
     key_column: "number",
     numeric: true,
     id_column: "work_order_id",
+};
+const WORK_ORDERS: Listed = Listed {
+    table: "work_orders",
+    columns: WORK_ORDER_COLUMNS,
+    order: WORK_ORDER_ORDER,
 };
 
 impl WorkOrder {
@@ -165,11 +170,8 @@ impl OrgStore<'_> {
         filter: &WorkOrderFilter,
         page: &PageRequest,
     ) -> Result<Page<WorkOrder>, StoreError> {
-        let sql = self.work_order_filter(
-            &format!("SELECT {WORK_ORDER_COLUMNS} FROM work_orders"),
-            filter,
-        );
-        self.page_of(sql, WORK_ORDER_ORDER, page).await
+        self.page_of(&WORK_ORDERS, self.work_order_filter("", filter), page)
+            .await
     }
 
     pub async fn count_work_orders(&self, filter: &WorkOrderFilter) -> Result<i64, StoreError> {

@@ -27,6 +27,7 @@ on_both_backends!(run:
     customer_search_finds_names_beyond_ascii,
     a_lookup_of_several_ids_is_one_statement,
     children_of_several_parents_are_bounded_per_parent_in_one_statement,
+    a_page_counts_its_whole_list_in_the_same_statement,
     every_write_raises_its_organizations_data_version_and_no_other,
 );
 
@@ -92,6 +93,7 @@ fn first(n: u32) -> PageRequest {
     PageRequest {
         after: None,
         first: n,
+        with_total: false,
     }
 }
 
@@ -357,6 +359,7 @@ async fn sees_none_of_org_a(outsider: &OrgStore<'_>, who: &str) {
             .is_empty(),
         "{who}"
     );
+
     assert!(
         o.lines_of(&ids(&["i1"]), ALL).await.unwrap().is_empty(),
         "{who}"
@@ -1417,6 +1420,7 @@ async fn job_filters_by_status_assignee_and_window(store: Store) {
             &PageRequest {
                 after: Some(after),
                 first: 3,
+                with_total: false,
             },
         )
         .await
@@ -1529,6 +1533,7 @@ async fn employees_page_through_in_name_order_with_ties(store: Store) {
             &PageRequest {
                 after: page.items.last().map(Employee::cursor),
                 first: 50,
+                with_total: false,
             },
         )
         .await
@@ -1558,10 +1563,12 @@ async fn cursors_of_another_list_are_refused(store: Store) {
     let int_cursor = PageRequest {
         after: Some(j1.cursor()),
         first: 10,
+        with_total: false,
     };
     let text_cursor = PageRequest {
         after: Some(ada.cursor()),
         first: 10,
+        with_total: false,
     };
     assert_err!(
         org.list_employees(&EmployeeFilter::default(), &int_cursor)
@@ -1594,6 +1601,7 @@ async fn cursors_of_another_list_are_refused(store: Store) {
             id: "zzz".to_owned(),
         }),
         first: 10,
+        with_total: false,
     };
     let page = org
         .list_employees(&EmployeeFilter::default(), &made_up)
@@ -1786,6 +1794,84 @@ async fn children_of_several_parents_are_bounded_per_parent_in_one_statement(sto
             ("i2".to_owned(), "Filter".to_owned())
         ]
     );
+}
+
+/// `totalCount` with a page: the whole filtered list (not what follows the cursor), counted
+/// in the page's own statement; a page past the end has no row to carry it and counts again.
+async fn a_page_counts_its_whole_list_in_the_same_statement(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a", "org-b"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    employee(&org, "e1", "Ada").await;
+    employee(&org, "e2", "Bob").await;
+    customer(&org, "c1", "Carl").await;
+    work_order(&org, "wo1", "c1").await;
+    for (id, start) in [("ja", 1000), ("jb", 2000), ("jc", 3000), ("jd", 4000)] {
+        job(&org, id, "wo1", NOW + start, NOW + start + 500).await;
+    }
+    org.assign_job("jb", "e1", NOW).await.unwrap();
+    org.assign_job("jc", "e1", NOW).await.unwrap();
+    org.assign_job("jc", "e2", NOW).await.unwrap();
+    // Another organization's jobs are never counted.
+    let other = store.tenant(&t).organization("org-b");
+    customer(&other, "c9", "Dee").await;
+    work_order(&other, "wo9", "c9").await;
+    job(&other, "jz", "wo9", NOW, NOW + 500).await;
+
+    let counted = |first: u32, after: Option<Cursor>| PageRequest {
+        after,
+        first,
+        with_total: true,
+    };
+    let e1 = JobFilter {
+        assignee_id: Some("e1".to_owned()),
+        ..JobFilter::default()
+    };
+    for (filter, all) in [(JobFilter::default(), 4), (e1, 2)] {
+        let before = store.statements_executed();
+        let page = org.list_jobs(&filter, &counted(1, None)).await.unwrap();
+        assert_eq!(store.statements_executed() - before, 1, "{filter:?}");
+        assert_eq!(page.total, Some(all), "{filter:?}");
+        assert_eq!(page.items.len(), 1);
+        assert_eq!(org.count_jobs(&filter).await.unwrap(), all);
+
+        // After a cursor, the count is still of the whole list.
+        let after = page.items[0].cursor();
+        let rest = org
+            .list_jobs(&filter, &counted(10, Some(after)))
+            .await
+            .unwrap();
+        assert_eq!(rest.items.len() as i64, all - 1, "{filter:?}");
+        assert_eq!(rest.total, Some(all), "{filter:?}");
+
+        // Past the end: no rows, and the count from a statement of its own.
+        let last = rest.items.last().unwrap().cursor();
+        let before = store.statements_executed();
+        let past = org
+            .list_jobs(&filter, &counted(10, Some(last)))
+            .await
+            .unwrap();
+        assert!(past.items.is_empty());
+        assert_eq!(past.total, Some(all), "{filter:?}");
+        assert_eq!(store.statements_executed() - before, 2);
+    }
+    // Not asked for, not counted; and the same on a list in text order.
+    let page = org
+        .list_jobs(&JobFilter::default(), &first(2))
+        .await
+        .unwrap();
+    assert_eq!(page.total, None);
+    let employees = org
+        .list_employees(&EmployeeFilter::default(), &counted(1, None))
+        .await
+        .unwrap();
+    assert_eq!(employees.total, Some(2));
+    assert_eq!(employees.items[0].employee_id, "e1");
+    let none = other
+        .list_employees(&EmployeeFilter::default(), &counted(5, None))
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
+    assert_eq!(none.total, Some(0));
 }
 
 async fn data_version(store: &Store, t: &TenantId, org: &str) -> i64 {
