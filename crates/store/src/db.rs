@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::AnyConnectOptions;
+use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, ConnectOptions, Connection, Executor};
 
@@ -388,14 +389,18 @@ impl Database {
         });
         // ACQUIRE_TIMEOUT bounds how long a request waits for a database that does not
         // answer: then it gets a 503 (docs/deployment.md, Faults).
-        let connector = match inline_sqlite_file(url, backend) {
-            Some((path, mode)) => Connector::Inline {
+        let connector = match (backend, inline_sqlite_file(url, backend)) {
+            (_, Some((path, mode))) => Connector::Inline {
                 path,
                 mode,
                 setup: SQLITE_PRAGMAS,
                 slow: SLOW_STATEMENT,
             },
-            None => Connector::Sqlx {
+            // The URL as `Any` read it, its statement logging included.
+            (Backend::Postgres, None) => Connector::Postgres(
+                PgConnectOptions::try_from(&options).map_err(|_| StoreError::UnsupportedUrl)?,
+            ),
+            (Backend::Sqlite, None) => Connector::Sqlx {
                 options: options.clone(),
                 after_connect: Arc::clone(&after_connect),
             },
@@ -412,16 +417,17 @@ impl Database {
         // start together apply each migration once (tested by the store suite). The
         // migrator wants sqlx's connection: an inline pool's file is migrated on one of
         // sqlx's, opened for it and closed.
-        match conn.as_sqlx() {
-            Some(sqlx_conn) => migrator.run_direct(sqlx_conn).await?,
-            None => {
-                let mut sqlx_conn = AnyConnection::connect_with(&options)
-                    .await
-                    .map_err(StoreError::Unavailable)?;
-                after_connect(&mut sqlx_conn).await?;
-                migrator.run_direct(&mut sqlx_conn).await?;
-                sqlx_conn.close().await?;
-            }
+        if let Some(pg_conn) = conn.as_postgres() {
+            migrator.run_direct(pg_conn).await?;
+        } else if let Some(sqlx_conn) = conn.as_sqlx() {
+            migrator.run_direct(sqlx_conn).await?;
+        } else {
+            let mut sqlx_conn = AnyConnection::connect_with(&options)
+                .await
+                .map_err(StoreError::Unavailable)?;
+            after_connect(&mut sqlx_conn).await?;
+            migrator.run_direct(&mut sqlx_conn).await?;
+            sqlx_conn.close().await?;
         }
         conn.settle();
         drop(conn);

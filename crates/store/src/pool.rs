@@ -15,7 +15,9 @@
 //!
 //! An SQLite file's connections run their statements on the calling thread
 //! (`sqlite_inline.rs`); PostgreSQL's, and an SQLite database that is not a plain file, are
-//! sqlx's.
+//! sqlx's. PostgreSQL's are sqlx's driver itself rather than its `Any` wrapper: the store's
+//! statements reach it through `Any` as before, and the field reads of the API take its rows
+//! as they come ([`Pool::postgres_rows`]), without the conversion of each into an `AnyRow`.
 
 use std::fmt;
 use std::future::Future;
@@ -33,8 +35,11 @@ use std::borrow::Cow;
 use sqlx::any::{
     AnyArguments, AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo,
 };
-use sqlx::{Any, AnyConnection, Connection, Either, Execute, Executor, TransactionManager};
-use sqlx_core::any::AnyValueKind;
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgRow};
+use sqlx::{
+    Any, AnyConnection, Connection, Either, Execute, Executor, Postgres, TransactionManager,
+};
+use sqlx_core::any::{AnyConnectionBackend, AnyValueKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::sqlite_inline::{InlineSqlite, OpenMode, Progress, Ran, Results};
@@ -55,6 +60,8 @@ pub(crate) enum Connector {
         options: AnyConnectOptions,
         after_connect: AfterConnect,
     },
+    /// sqlx's PostgreSQL driver.
+    Postgres(PgConnectOptions),
     /// An SQLite file, its statements run on the calling thread, set up by `setup`.
     Inline {
         path: PathBuf,
@@ -67,6 +74,8 @@ pub(crate) enum Connector {
 /// A connection of the pool.
 pub(crate) enum Conn {
     Sqlx(AnyConnection),
+    /// Boxed: sqlx's PostgreSQL connection is several times the size of the other kinds.
+    Postgres(Box<PgConnection>),
     /// Boxed: its statement cache and splits make it several times the size of sqlx's.
     Inline(Box<InlineSqlite>),
     /// An inline connection on the blocking pool, waiting for a lock another process holds.
@@ -79,6 +88,7 @@ impl fmt::Debug for Conn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Conn::Sqlx(_) => f.write_str("Conn::Sqlx"),
+            Conn::Postgres(_) => f.write_str("Conn::Postgres"),
             Conn::Inline(_) => f.write_str("Conn::Inline"),
             Conn::Lent => f.write_str("Conn::Lent"),
         }
@@ -90,6 +100,7 @@ impl Conn {
     async fn ping(&mut self) -> Result<(), sqlx::Error> {
         match self {
             Conn::Sqlx(conn) => conn.ping().await,
+            Conn::Postgres(conn) => Connection::ping(&mut **conn).await,
             Conn::Inline(_) => Ok(()),
             Conn::Lent => Err(lent()),
         }
@@ -101,6 +112,9 @@ impl Conn {
             Conn::Sqlx(conn) => {
                 let _ = conn.close().await;
             }
+            Conn::Postgres(conn) => {
+                let _ = Connection::close(*conn).await;
+            }
             Conn::Inline(conn) => drop(conn),
             Conn::Lent => {}
         }
@@ -111,6 +125,9 @@ impl Conn {
             Conn::Sqlx(conn) => {
                 <Any as sqlx::Database>::TransactionManager::begin(conn, None).await
             }
+            Conn::Postgres(conn) => {
+                <Postgres as sqlx::Database>::TransactionManager::begin(conn, None).await
+            }
             // sqlx's SQLite driver begins deferred too; writers hold the process's turn.
             Conn::Inline(_) | Conn::Lent => self.run_inline("BEGIN", None).await.map(drop),
         }
@@ -119,6 +136,9 @@ impl Conn {
     async fn commit(&mut self) -> Result<(), sqlx::Error> {
         match self {
             Conn::Sqlx(conn) => <Any as sqlx::Database>::TransactionManager::commit(conn).await,
+            Conn::Postgres(conn) => {
+                <Postgres as sqlx::Database>::TransactionManager::commit(conn).await
+            }
             Conn::Inline(_) | Conn::Lent => self.run_inline("COMMIT", None).await.map(drop),
         }
     }
@@ -126,6 +146,9 @@ impl Conn {
     async fn rollback(&mut self) -> Result<(), sqlx::Error> {
         match self {
             Conn::Sqlx(conn) => <Any as sqlx::Database>::TransactionManager::rollback(conn).await,
+            Conn::Postgres(conn) => {
+                <Postgres as sqlx::Database>::TransactionManager::rollback(conn).await
+            }
             Conn::Inline(_) | Conn::Lent => self.run_inline("ROLLBACK", None).await.map(drop),
         }
     }
@@ -135,7 +158,15 @@ impl Conn {
     pub(crate) fn as_sqlx(&mut self) -> Option<&mut AnyConnection> {
         match self {
             Conn::Sqlx(conn) => Some(conn),
-            Conn::Inline(_) | Conn::Lent => None,
+            Conn::Postgres(_) | Conn::Inline(_) | Conn::Lent => None,
+        }
+    }
+
+    /// sqlx's PostgreSQL connection, for the migrator.
+    pub(crate) fn as_postgres(&mut self) -> Option<&mut PgConnection> {
+        match self {
+            Conn::Postgres(conn) => Some(conn),
+            Conn::Sqlx(_) | Conn::Inline(_) | Conn::Lent => None,
         }
     }
 
@@ -155,7 +186,7 @@ impl Conn {
                 Ran::Busy(progress) => progress,
             },
             // Only inline connections come here (the executor sends sqlx's to sqlx).
-            Conn::Sqlx(_) => {
+            Conn::Sqlx(_) | Conn::Postgres(_) => {
                 return Err(sqlx::Error::Protocol(
                     "not an inline SQLite connection".to_owned(),
                 ))
@@ -341,6 +372,36 @@ impl Pool {
             .sum())
     }
 
+    /// Whether the pool's connections are PostgreSQL's, whose rows
+    /// [`Pool::postgres_rows`] gives as they come.
+    pub(crate) fn is_postgres(&self) -> bool {
+        matches!(self.shared.connector, Connector::Postgres(_))
+    }
+
+    /// A PostgreSQL statement's rows as sqlx's driver reads them, for readers that decode
+    /// them straight into their records: converting each row into an `AnyRow` first (a copy
+    /// of every value and of the row's column list) was 7% of an uncached API query's CPU
+    /// (docs/performance.md). A prepared statement of the connection, as through `Any`.
+    pub(crate) async fn postgres_rows(
+        &self,
+        sql: &str,
+        arguments: PgArguments,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        let mut conn = self.acquire().await?;
+        let rows = match &mut *conn {
+            Conn::Postgres(pg) => {
+                sqlx::query_with::<Postgres, _>(sql, arguments)
+                    .fetch_all(&mut **pg)
+                    .await
+            }
+            _ => Err(sqlx::Error::Protocol(
+                "not a PostgreSQL connection".to_owned(),
+            )),
+        };
+        conn.settle_after(&rows);
+        rows
+    }
+
     /// Connections open, idle or in use.
     pub(crate) fn size(&self) -> u32 {
         self.shared.open.load(Ordering::Acquire)
@@ -398,6 +459,9 @@ impl Shared {
                 after_connect(&mut conn).await?;
                 Ok(Conn::Sqlx(conn))
             }
+            Connector::Postgres(options) => Ok(Conn::Postgres(Box::new(
+                PgConnection::connect_with(options).await?,
+            ))),
             Connector::Inline {
                 path,
                 mode,
@@ -573,7 +637,7 @@ impl<'c> Executor<'c> for &'c mut Conn {
 
     fn fetch_many<'e, 'q: 'e, E>(
         self,
-        query: E,
+        mut query: E,
     ) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>>
     where
         'c: 'e,
@@ -581,13 +645,26 @@ impl<'c> Executor<'c> for &'c mut Conn {
     {
         match self {
             Conn::Sqlx(conn) => conn.fetch_many(query),
+            // As `AnyConnection` runs it, on the driver it wraps.
+            Conn::Postgres(conn) => {
+                let arguments = match query.take_arguments().map_err(sqlx::Error::Encode) {
+                    Ok(arguments) => arguments,
+                    Err(error) => return stream::once(std::future::ready(Err(error))).boxed(),
+                };
+                AnyConnectionBackend::fetch_many(
+                    &mut **conn,
+                    query.sql(),
+                    query.persistent(),
+                    arguments,
+                )
+            }
             Conn::Inline(_) | Conn::Lent => streamed(run_query(self, query)),
         }
     }
 
     fn fetch_optional<'e, 'q: 'e, E>(
         self,
-        query: E,
+        mut query: E,
     ) -> BoxFuture<'e, Result<Option<AnyRow>, sqlx::Error>>
     where
         'c: 'e,
@@ -595,6 +672,18 @@ impl<'c> Executor<'c> for &'c mut Conn {
     {
         match self {
             Conn::Sqlx(conn) => conn.fetch_optional(query),
+            Conn::Postgres(conn) => {
+                let arguments = match query.take_arguments().map_err(sqlx::Error::Encode) {
+                    Ok(arguments) => arguments,
+                    Err(error) => return Box::pin(std::future::ready(Err(error))),
+                };
+                AnyConnectionBackend::fetch_optional(
+                    &mut **conn,
+                    query.sql(),
+                    query.persistent(),
+                    arguments,
+                )
+            }
             Conn::Inline(_) | Conn::Lent => Box::pin(async move {
                 let results = run_query(self, query).await?;
                 Ok(results.into_iter().find_map(Either::right))
@@ -612,6 +701,9 @@ impl<'c> Executor<'c> for &'c mut Conn {
     {
         match self {
             Conn::Sqlx(conn) => conn.prepare_with(sql, parameters),
+            Conn::Postgres(conn) => {
+                AnyConnectionBackend::prepare_with(&mut **conn, sql, parameters)
+            }
             Conn::Inline(_) | Conn::Lent => {
                 Box::pin(std::future::ready(Err(not_inline("prepare"))))
             }
@@ -627,6 +719,7 @@ impl<'c> Executor<'c> for &'c mut Conn {
     {
         match self {
             Conn::Sqlx(conn) => conn.describe(sql),
+            Conn::Postgres(conn) => AnyConnectionBackend::describe(&mut **conn, sql),
             Conn::Inline(_) | Conn::Lent => {
                 Box::pin(std::future::ready(Err(not_inline("describe"))))
             }

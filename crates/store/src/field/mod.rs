@@ -27,6 +27,8 @@ pub use work_orders::{Contract, NewWorkOrder, WorkOrder, WorkOrderFilter};
 use crate::error::{Entity, StoreError};
 use crate::tenant::TenantStore;
 use sql::IN_LIST_CHUNK;
+use sqlx::any::AnyRow;
+use sqlx::postgres::PgRow;
 
 /// The field-service records of one organization of one tenant.
 #[derive(Clone, Copy, Debug)]
@@ -62,31 +64,16 @@ impl<'a> OrgStore<'a> {
     }
 
     /// One page of a list: `filtered` is its filter (`WHERE …`, from [`OrgStore::scoped`]
-    /// with no select), read in the list's order.
-    pub(crate) async fn page_of<T>(
+    /// with no select), read in the list's order. The list's length, when the page asks for
+    /// it, is counted in the same statement (a subquery of the same filter, which both
+    /// dialects run once), so a page with its `totalCount` is one trip to the database; a
+    /// page past the list's end has no row to carry the count, and counts again.
+    pub(crate) async fn page_of<T: Record>(
         &self,
         list: &Listed,
         filtered: sql::Sql,
         page: &PageRequest,
-    ) -> Result<Page<T>, StoreError>
-    where
-        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow>,
-    {
-        let (rows, total) = self.page_rows(list, filtered, page).await?;
-        let rows = rows.iter().map(T::from_row).collect::<Result<_, _>>()?;
-        Ok(Page::from_rows(rows, page.first, total))
-    }
-
-    /// The page's rows, and the list's length when the page asks for it: counted in the
-    /// same statement (a subquery of the same filter, which both dialects run once), so a
-    /// page with its `totalCount` is one trip to the database. A page past the list's end
-    /// has no row to carry the count, and counts again.
-    async fn page_rows(
-        &self,
-        list: &Listed,
-        filtered: sql::Sql,
-        page: &PageRequest,
-    ) -> Result<(Vec<sqlx::any::AnyRow>, Option<i64>), StoreError> {
+    ) -> Result<Page<T>, StoreError> {
         let Listed {
             table,
             columns,
@@ -103,22 +90,45 @@ impl<'a> OrgStore<'a> {
         let counted = page.with_total.then(|| filtered.clone());
         let mut sql = filtered.prepend(&select);
         page::page_clause(&mut sql, *order, page)?;
-        let rows = sql.query().fetch_all(self.tenant.pool()).await?;
-        let total = match (counted, rows.first()) {
-            (None, _) => None,
-            (Some(_), Some(row)) => Some(sqlx::Row::try_get::<i64, _>(row, TOTAL)?),
+        let pool = self.tenant.pool();
+        let (rows, total) = match pool.is_postgres() {
+            true => {
+                let rows = pool
+                    .postgres_rows(sql.text(), sql.postgres_arguments()?)
+                    .await?;
+                decoded(&rows, counted.is_some())?
+            }
+            false => decoded(&sql.query().fetch_all(pool).await?, counted.is_some())?,
+        };
+        let total = match (counted, total) {
             (Some(filtered), None) => {
                 let count = filtered.prepend(&format!("SELECT COUNT(*) FROM {table}"));
                 Some(self.count_of(count).await?)
             }
+            (_, total) => total,
         };
-        Ok((rows, total))
+        Ok(Page::from_rows(rows, page.first, total))
     }
 
     /// The number of rows a `SELECT COUNT(*)` with filters finds.
     pub(crate) async fn count_of(&self, sql: sql::Sql) -> Result<i64, StoreError> {
-        let (count,): (i64,) = sql.query_as().fetch_one(self.tenant.pool()).await?;
+        let counted: Vec<(i64,)> = self.records(&sql).await?;
+        let (count,) = counted.first().copied().ok_or(sqlx::Error::RowNotFound)?;
         Ok(count)
+    }
+
+    /// A statement's records: from sqlx's own rows on PostgreSQL (without their conversion
+    /// into `AnyRow`s, [`crate::pool::Pool::postgres_rows`]), from the store's `AnyRow`s on
+    /// SQLite.
+    async fn records<T: Record>(&self, sql: &sql::Sql) -> Result<Vec<T>, StoreError> {
+        let pool = self.tenant.pool();
+        if pool.is_postgres() {
+            let rows = pool
+                .postgres_rows(sql.text(), sql.postgres_arguments()?)
+                .await?;
+            return Ok(rows.iter().map(T::from_row).collect::<Result<_, _>>()?);
+        }
+        Ok(sql.query_as::<T>().fetch_all(pool).await?)
     }
 
     /// Rows of `table` whose `id_column` is one of `ids`, in batches.
@@ -130,13 +140,13 @@ impl<'a> OrgStore<'a> {
         ids: &[String],
     ) -> Result<Vec<T>, StoreError>
     where
-        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+        T: Record,
     {
         let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST_CHUNK) {
             let mut sql = self.scoped(&format!("SELECT {columns} FROM {table}"));
             sql.push(&format!(" AND {id_column} IN ")).bind_list(chunk);
-            found.extend(sql.query_as::<T>().fetch_all(self.tenant.pool()).await?);
+            found.extend(self.records::<T>(&sql).await?);
         }
         Ok(found)
     }
@@ -160,7 +170,7 @@ impl<'a> OrgStore<'a> {
         first: u32,
     ) -> Result<Vec<T>, StoreError>
     where
-        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+        T: Record,
     {
         let ChildList {
             table,
@@ -180,7 +190,7 @@ impl<'a> OrgStore<'a> {
                 .bind_list(chunk)
                 .push(&format!(" ORDER BY {parent_column}, {order} LIMIT "))
                 .bind(bound.saturating_add(1));
-            let rows: Vec<T> = sql.query_as().fetch_all(self.tenant.pool()).await?;
+            let rows: Vec<T> = self.records(&sql).await?;
             if (rows.len() as i64) <= bound {
                 found.extend(first_of_each(rows, first, *parent_of));
                 continue;
@@ -194,10 +204,40 @@ impl<'a> OrgStore<'a> {
                 .push(") numbered WHERE nth <= ")
                 .bind(i64::from(first))
                 .push(&format!(" ORDER BY {parent_column}, {order}"));
-            found.extend(sql.query_as::<T>().fetch_all(self.tenant.pool()).await?);
+            found.extend(self.records::<T>(&sql).await?);
         }
         Ok(found)
     }
+}
+
+/// A record the field reads decode: from the store's `AnyRow`s on SQLite, from sqlx's
+/// `PgRow`s on PostgreSQL. Every record's derived `FromRow` is generic over the row, and the
+/// field tables' integers are all `BIGINT`, so one decoder serves both.
+pub(crate) trait Record:
+    for<'r> sqlx::FromRow<'r, AnyRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+impl<T> Record for T where
+    T: for<'r> sqlx::FromRow<'r, AnyRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+/// A page's records, and the list's length from its first row when it was counted with them
+/// (`None` when there is no row to read it from).
+fn decoded<'r, R, T>(rows: &'r [R], counted: bool) -> Result<(Vec<T>, Option<i64>), sqlx::Error>
+where
+    R: sqlx::Row,
+    T: sqlx::FromRow<'r, R>,
+    &'static str: sqlx::ColumnIndex<R>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let total = match (counted, rows.first()) {
+        (true, Some(row)) => Some(row.try_get::<i64, _>(TOTAL)?),
+        _ => None,
+    };
+    let records = rows.iter().map(T::from_row).collect::<Result<_, _>>()?;
+    Ok((records, total))
 }
 
 /// A list read in pages: its table, the columns of its records, and its order.

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::postgres::PgArguments;
 use sqlx::query::{Query, QueryAs};
+use sqlx::Arguments;
 use sqlx::{Any, FromRow};
 
 #[derive(Clone, Debug)]
@@ -106,6 +108,19 @@ impl Sql {
                 Value::Text(v) => query.bind(v.clone()),
                 Value::Int(v) => query.bind(*v),
             })
+    }
+
+    /// The values as sqlx's PostgreSQL driver takes them ([`crate::pool::Pool::postgres_rows`]).
+    pub(crate) fn postgres_arguments(&self) -> Result<PgArguments, sqlx::Error> {
+        let mut arguments = PgArguments::default();
+        for value in &self.values {
+            match value {
+                Value::Text(v) => arguments.add(v.clone()),
+                Value::Int(v) => arguments.add(*v),
+            }
+            .map_err(sqlx::Error::Encode)?;
+        }
+        Ok(arguments)
     }
 
     /// The statement's rows as they come, for rows that hold more than one record.
