@@ -72,7 +72,7 @@ pub use field::{
     Employee, EmployeeFilter, EmployeeRole, Invoice, InvoiceFilter, InvoiceLine, InvoiceStatus,
     Job, JobFilter, JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob,
     NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property, Shift,
-    SortKey, WorkOrder, WorkOrderFilter, WorkOrderStatus,
+    SortKey, Staffed, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{
     Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken, RefreshingClient,

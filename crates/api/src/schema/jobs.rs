@@ -6,7 +6,7 @@ use store::{JobFilter as StoreJobFilter, NewJob};
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
-use super::loaders::{AssignmentsOf, EmployeeId, JobId, WorkOrderId};
+use super::loaders::{AssignmentsOf, EmployeeId, JobId, StaffOf, WorkOrderId};
 use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
@@ -68,15 +68,33 @@ impl Job {
         ctx: &Context<'_>,
         #[graphql(desc = "At most 200; 100 when not given.")] first: Option<i32>,
     ) -> Result<Option<Vec<Plain<Assignment>>>> {
-        let key = AssignmentsOf {
-            parent: self.0.job_id.clone(),
-            first: nested_first(first)?,
-        };
-        let assignments = children(ctx, key).await?;
+        let (parent, first) = (self.0.job_id.clone(), nested_first(first)?);
+        // Asked for with their employees (as a schedule is), the assignments are read with
+        // them: one statement for both levels instead of one for each.
+        if ctx.look_ahead().field("employee").exists() {
+            let staffed = children(ctx, StaffOf { parent, first }).await?;
+            return Ok(Some(
+                staffed
+                    .into_iter()
+                    .map(|row| {
+                        Plain(Assignment {
+                            row: row.assignment,
+                            employee: Some(row.employee),
+                        })
+                    })
+                    .collect(),
+            ));
+        }
+        let assignments = children(ctx, AssignmentsOf { parent, first }).await?;
         Ok(Some(
             assignments
                 .into_iter()
-                .map(|row| Plain(Assignment(row)))
+                .map(|row| {
+                    Plain(Assignment {
+                        row,
+                        employee: None,
+                    })
+                })
                 .collect(),
         ))
     }
@@ -114,17 +132,24 @@ plain_fields!(Job {
 });
 
 /// An employee put on a job.
-pub struct Assignment(store::Assignment);
+pub struct Assignment {
+    row: store::Assignment,
+    /// The employee when read with the assignment; loaded by id when not.
+    employee: Option<store::Employee>,
+}
 
 #[Object]
 impl Assignment {
     async fn employee(&self, ctx: &Context<'_>) -> Result<Plain<Employee>> {
-        let employee = require(ctx, EmployeeId(self.0.employee_id.clone()), "employee").await?;
+        let employee = match &self.employee {
+            Some(employee) => employee.clone(),
+            None => require(ctx, EmployeeId(self.row.employee_id.clone()), "employee").await?,
+        };
         Ok(Plain(Employee(employee)))
     }
 
     async fn assigned_at(&self) -> DateTime {
-        DateTime(self.0.assigned_at)
+        DateTime(self.row.assigned_at)
     }
 }
 

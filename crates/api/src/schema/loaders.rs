@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::batcher::{Batcher, Fetch, Map};
 use store::{
     Assignment, Contact, Customer, Employee, Invoice, InvoiceLine, Job, Payment, Property, Shift,
-    Store, StoreError, TenantId, WorkOrder,
+    Staffed, Store, StoreError, TenantId, WorkOrder,
 };
 
 /// Loads the organization's records by id, and children by their parent's id.
@@ -61,7 +61,7 @@ macro_rules! by_id {
 /// The store bounds each parent's rows in the same statement; keys of one batch asking for
 /// different bounds (a field asked twice with two `first`s) are read once per bound.
 macro_rules! children {
-    ($key:ident, $value:ty, $method:ident, $parent:ident) => {
+    ($key:ident, $value:ty, $method:ident, $($parent:ident).+) => {
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
         pub struct $key {
             pub parent: String,
@@ -90,7 +90,7 @@ macro_rules! children {
                         .await?;
                     for row in rows {
                         let key = $key {
-                            parent: row.$parent.clone(),
+                            parent: row.$($parent).+.clone(),
                             first,
                         };
                         grouped.entry(key).or_default().push(row);
@@ -113,5 +113,6 @@ children!(ContactsOf, Contact, contacts_of, customer_id);
 children!(PropertiesOf, Property, properties_of, customer_id);
 children!(JobsOf, Job, jobs_of, work_order_id);
 children!(AssignmentsOf, Assignment, assignments_of, job_id);
+children!(StaffOf, Staffed, staffing_of, assignment.job_id);
 children!(LinesOf, InvoiceLine, lines_of, invoice_id);
 children!(PaymentsOf, Payment, payments_of, invoice_id);

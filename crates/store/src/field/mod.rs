@@ -20,7 +20,7 @@ pub use enums::{EmployeeRole, InvoiceStatus, JobStatus, PaymentMethod, WorkOrder
 pub use invoices::{
     Invoice, InvoiceFilter, InvoiceLine, NewInvoice, NewInvoiceLine, NewPayment, Payment,
 };
-pub use jobs::{Assignment, Job, JobFilter, NewJob};
+pub use jobs::{Assignment, Job, JobFilter, NewJob, Staffed};
 pub use page::{Cursor, Page, PageRequest, SortKey};
 pub use work_orders::{Contract, NewWorkOrder, WorkOrder, WorkOrderFilter};
 

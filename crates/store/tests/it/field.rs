@@ -27,6 +27,7 @@ on_both_backends!(run:
     customer_search_finds_names_beyond_ascii,
     a_lookup_of_several_ids_is_one_statement,
     children_of_several_parents_are_bounded_per_parent_in_one_statement,
+    assignments_are_read_with_their_employees_in_one_statement,
     a_page_counts_its_whole_list_in_the_same_statement,
     every_write_raises_its_organizations_data_version_and_no_other,
 );
@@ -1792,6 +1793,78 @@ async fn children_of_several_parents_are_bounded_per_parent_in_one_statement(sto
         [
             ("i1".to_owned(), "Filter".to_owned()),
             ("i2".to_owned(), "Filter".to_owned())
+        ]
+    );
+}
+
+/// A page of jobs asked for with their assignees reads the assignments and the employees in
+/// one statement: each assignment comes with its own employee (the same record a lookup by id
+/// gives), each job's first in assignment order, and only the organization's.
+async fn assignments_are_read_with_their_employees_in_one_statement(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a", "org-b"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    let other = store.tenant(&t).organization("org-b");
+    for (id, name) in [("e1", "Ada"), ("e2", "Bob"), ("e3", "Cy")] {
+        employee(&org, id, name).await;
+    }
+    employee(&other, "e9", "Zed").await;
+    customer(&org, "c1", "Carl").await;
+    work_order(&org, "wo1", "c1").await;
+    job(&org, "j1", "wo1", NOW + 3600, NOW + 7200).await;
+    job(&org, "j2", "wo1", NOW + 3600, NOW + 7200).await;
+    for (employee_id, at) in [("e2", 1), ("e1", 2), ("e3", 3)] {
+        org.assign_job("j1", employee_id, NOW + at).await.unwrap();
+    }
+    org.assign_job("j2", "e1", NOW + 1).await.unwrap();
+    // Another organization's job and employee are not reached through this one.
+    customer(&other, "c9", "Nina").await;
+    work_order(&other, "wo9", "c9").await;
+    job(&other, "j9", "wo9", NOW + 3600, NOW + 7200).await;
+    other.assign_job("j9", "e9", NOW).await.unwrap();
+
+    let by_id = org.employees(&ids(&["e1", "e2", "e3"])).await.unwrap();
+    let employee_of = |id: &str| by_id.iter().find(|e| e.employee_id == id).unwrap().clone();
+    let before = store.statements_executed();
+    let staffed = org
+        .staffing_of(&ids(&["j2", "j1", "j9"]), ALL)
+        .await
+        .unwrap();
+    assert_eq!(store.statements_executed() - before, 1);
+    let expected = [
+        ("j1", "e2", 1),
+        ("j1", "e1", 2),
+        ("j1", "e3", 3),
+        ("j2", "e1", 1),
+    ];
+    assert_eq!(staffed.len(), expected.len(), "{staffed:?}");
+    for (row, (job_id, employee_id, at)) in staffed.iter().zip(expected) {
+        assert_eq!(
+            (
+                row.assignment.job_id.as_str(),
+                row.assignment.employee_id.as_str()
+            ),
+            (job_id, employee_id)
+        );
+        assert_eq!(row.assignment.assigned_at, NOW + at);
+        assert_eq!(row.employee, employee_of(employee_id));
+    }
+    let plain = org.assignments_of(&ids(&["j1", "j2"]), ALL).await.unwrap();
+    let joined: Vec<_> = staffed.into_iter().map(|s| s.assignment).collect();
+    assert_eq!(joined, plain);
+
+    // Bounded per job: one each, j1's first (the window's read, as j1 has more).
+    let first: Vec<(String, String)> = org
+        .staffing_of(&ids(&["j1", "j2"]), 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.assignment.job_id, s.employee.name))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            ("j1".to_owned(), "Bob".to_owned()),
+            ("j2".to_owned(), "Ada".to_owned())
         ]
     );
 }
