@@ -92,13 +92,16 @@ pub async fn clean_up_every(
         tokio::select! {
             _ = ticks.tick() => {
                 let retention = retention(clock.now(), signin_window, audit_retention);
-                match store.clean_up(&retention).await {
+                let started = std::time::Instant::now();
+                match store.clean_up_beside_requests(&retention).await {
                     Ok(report) => {
                         metrics.count(&report);
                         if report.total() > 0 {
                             tracing::info!(
                                 deleted = report.total(),
                                 pages_released = report.pages_released,
+                                took_ms = started.elapsed().as_millis(),
+                                busy_ms = report.busy.as_millis(),
                                 "expired records cleaned up"
                             );
                         }

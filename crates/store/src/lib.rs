@@ -56,7 +56,7 @@ pub use authorization_requests::{AuthorizationRequest, NewAuthorizationRequest};
 pub use backchannel_logouts::BackchannelLogout;
 pub use backup::backup_sqlite;
 pub use browser_sessions::{BrowserSession, FactorDue, NewBrowserSession};
-pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS};
+pub use cleanup::{CleanupReport, Retention, CLEANUP_BATCH_ROWS, CLEANUP_PAUSE_FACTOR};
 pub use clients::{
     Client, ClientLogout, ClientOrigins, ClientSettings, ClientType, NewClient, PreviousSecret,
 };

@@ -15,6 +15,7 @@ on_both_backends!(
     a_pass_deletes_batch_after_batch_until_none_is_left,
     two_passes_at_once_both_succeed_and_delete_each_row_once,
     a_pass_beside_the_stores_own_writers_never_waits_for_itself,
+    a_pass_beside_requests_leaves_them_the_database_three_quarters_of_its_time,
 );
 
 const NOW: i64 = 1_800_000_000;
@@ -511,6 +512,39 @@ async fn a_pass_beside_the_stores_own_writers_never_waits_for_itself(db: &TestDa
         .expect("the pass and the writer finish without waiting for each other");
     // The 40 audit events, and the grant's redeemed code.
     assert_eq!(report.unwrap().total(), 41);
+}
+
+/// The server's pass pauses after each of its statements for three times as long as the
+/// statement took, so a big pass never holds the database (and SQLite's CPU) for seconds on
+/// end; the operator's `clean-up` command and an unpaced pass do not wait.
+async fn a_pass_beside_requests_leaves_them_the_database_three_quarters_of_its_time(
+    db: &TestDatabase,
+) {
+    let store = connect(db).await;
+    let t = seeded(&store).await;
+    let tenant = store.tenant(&t);
+    for i in 0..600 {
+        audit(&tenant, &format!("old {i}"), NOW).await;
+    }
+    let report = store
+        .clean_up_beside_requests(&retention(PASS))
+        .await
+        .unwrap();
+    assert_eq!(report.total(), 600);
+    assert!(!report.busy.is_zero(), "{report:?}");
+    assert!(
+        report.paused >= report.busy * store::CLEANUP_PAUSE_FACTOR,
+        "paused {:?} after statements that ran {:?}",
+        report.paused,
+        report.busy
+    );
+
+    for i in 0..10 {
+        audit(&tenant, &format!("older {i}"), NOW).await;
+    }
+    let unpaced = store.clean_up(&retention(PASS)).await.unwrap();
+    assert_eq!(unpaced.total(), 10);
+    assert!(unpaced.paused.is_zero(), "{unpaced:?}");
 }
 
 /// A pass cleans the default database and every shard, and the tenants on each.
