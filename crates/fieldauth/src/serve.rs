@@ -406,11 +406,13 @@ async fn checkpoint_wal(store: Store, mut stopped: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = ticks.tick() => match store.checkpoint().await {
-                Ok(checkpoint) if checkpoint.restarts > 0 => {
+                Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
                     tracing::debug!(
                         pages = checkpoint.wal_pages,
+                        restarted = checkpoint.restarts,
+                        refused = checkpoint.restarts_refused,
                         held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
-                        "write-ahead log restarted"
+                        "write-ahead log restart tried"
                     );
                 }
                 Ok(_) => {}

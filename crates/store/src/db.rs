@@ -261,6 +261,8 @@ impl Store {
                 if let Some((wal, copied)) = restarted {
                     (wal_pages, copied_pages) = (wal, copied);
                     total.restarts += 1;
+                } else {
+                    total.restarts_refused += 1;
                 }
             }
             total.wal_pages += wal_pages;
@@ -351,6 +353,9 @@ pub struct Checkpoint {
     pub copied_pages: u64,
     /// Logs that were restarted: the next writer reuses them from their start.
     pub restarts: u64,
+    /// Logs past the restart's length that a reader kept from being restarted: they grow
+    /// until a later checkpoint restarts them.
+    pub restarts_refused: u64,
     /// How long the restarts, tried or done, held the process's writers back.
     pub writers_held: Duration,
 }
