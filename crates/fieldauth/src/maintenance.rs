@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use jose::{Clock, UnixTime};
+use oauth::stopping::unless_stopped;
 use serde_json::json;
 use store::{CleanupReport, Retention, Store};
 use tokio::sync::watch;
@@ -88,20 +89,16 @@ pub async fn clean_up_every(
 ) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = stopped.changed() => return,
-        }
+    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
         let retention = retention(clock.now(), signin_window, audit_retention);
         let started = std::time::Instant::now();
         // A paced pass takes tens of seconds on a busy server, longer than a graceful stop
-        // should wait: a stop drops it where it waits (a batch already sent ends on its own,
-        // each a transaction of its own, so nothing is left half-done), and the next start's
-        // pass goes on from there.
-        let pass = tokio::select! {
-            pass = store.clean_up_beside_requests(&retention) => pass,
-            _ = stopped.changed() => return,
+        // should wait: a stop drops it where it waits (each batch is a transaction of its
+        // own), and the next start's pass goes on from there.
+        let Some(pass) =
+            unless_stopped(&mut stopped, store.clean_up_beside_requests(&retention)).await
+        else {
+            return;
         };
         match pass {
             Ok(report) => {

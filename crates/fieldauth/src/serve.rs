@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use jose::Clock;
 use oauth::cors::{AllowedOrigins, Cors, CorsRoute};
+use oauth::stopping::unless_stopped;
 use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
 use prometheus_client::registry::Registry;
 use store::Store;
@@ -364,14 +365,17 @@ async fn reload_keys(
 ) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => match keys.reload(&store, clock.now()).await {
-                Ok(true) => tracing::info!("signing keys reloaded"),
-                Ok(false) => {}
-                Err(error) => tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded"),
-            },
-            _ = stopped.changed() => return,
+    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
+        let Some(reloaded) = unless_stopped(&mut stopped, keys.reload(&store, clock.now())).await
+        else {
+            return;
+        };
+        match reloaded {
+            Ok(true) => tracing::info!("signing keys reloaded"),
+            Ok(false) => {}
+            Err(error) => {
+                tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded")
+            }
         }
     }
 }
@@ -403,22 +407,22 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 async fn checkpoint_wal(store: Store, mut stopped: watch::Receiver<bool>) {
     let mut ticks = tokio::time::interval(CHECKPOINT_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => match store.checkpoint().await {
-                Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
-                    tracing::debug!(
-                        pages = checkpoint.wal_pages,
-                        restarted = checkpoint.restarts,
-                        refused = checkpoint.restarts_refused,
-                        held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
-                        "write-ahead log restart tried"
-                    );
-                }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),
-            },
-            _ = stopped.changed() => return,
+    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
+        let Some(checkpoint) = unless_stopped(&mut stopped, store.checkpoint()).await else {
+            return;
+        };
+        match checkpoint {
+            Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
+                tracing::debug!(
+                    pages = checkpoint.wal_pages,
+                    restarted = checkpoint.restarts,
+                    refused = checkpoint.restarts_refused,
+                    held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
+                    "write-ahead log restart tried"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),
         }
     }
 }

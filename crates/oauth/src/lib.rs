@@ -41,6 +41,7 @@ mod session;
 mod signer;
 mod signin;
 mod state;
+pub mod stopping;
 mod throttle;
 pub mod token;
 mod userinfo;

@@ -1,9 +1,10 @@
 //! The expiry clean-up end to end: a consumed refresh token still revokes its grant after a
 //! pass, `fieldauth maintenance cleanup` deletes what expired and keeps what lives, and the
-//! server's own pass counts what it deleted in `/metrics`.
+//! server's own pass counts what it deleted in `/metrics`, and a stop does not wait for a pass.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use sqlx::Connection;
 use store::testing::TestDatabase;
 
 use crate::flow::{assert_oauth_error, code_for, seed};
@@ -14,6 +15,7 @@ on_both_backends!(
     a_consumed_refresh_token_still_revokes_its_grant_after_a_clean_up,
     the_cli_deletes_what_expired_and_keeps_what_lives,
     the_servers_own_pass_counts_deleted_rows_by_table,
+    a_stop_ends_a_pass_that_waits_on_the_database,
 );
 
 const DAY: i64 = 86_400;
@@ -147,5 +149,71 @@ async fn the_servers_own_pass_counts_deleted_rows_by_table(db: TestDatabase) {
     ] {
         assert!(scrape.lines().any(|l| l == line), "{line} in {scrape}");
     }
+    app.stop().await;
+}
+
+/// A connection that holds the lock the pass's first delete needs (SQLite's write lock, or
+/// PostgreSQL's lock on `authorization_requests`), until it is dropped.
+enum Blocker {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl Blocker {
+    async fn hold(url: &str) -> Blocker {
+        if url.starts_with("postgres") {
+            let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+            // EXCLUSIVE conflicts with the ROW EXCLUSIVE a DELETE takes, not with reads.
+            sqlx::query("LOCK TABLE authorization_requests IN EXCLUSIVE MODE")
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            Blocker::Postgres(conn)
+        } else {
+            let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            Blocker::Sqlite(conn)
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            Blocker::Sqlite(mut conn) => {
+                sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+                conn.close().await.unwrap();
+            }
+            Blocker::Postgres(mut conn) => {
+                sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+                conn.close().await.unwrap();
+            }
+        }
+    }
+}
+
+/// A pass waiting on the database (here on a lock another connection holds; in production
+/// mostly in its pauses) must not hold up a graceful stop: on SQLite it would wait out the
+/// 5 s busy timeout, on PostgreSQL for as long as the lock is held.
+async fn a_stop_ends_a_pass_that_waits_on_the_database(db: TestDatabase) {
+    let url = db.url.clone();
+    let mut app = TestApp::start_configured(db, &url, oauth::ThrottlePolicy::default(), |config| {
+        config.cleanup_interval = Some(Duration::from_millis(100));
+    })
+    .await;
+    let blocker = Blocker::hold(&url).await;
+    // Several ticks: a pass has started and waits on its first delete.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(20), app.stop_serving())
+        .await
+        .expect("the server stops while the pass waits");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "the stop took {took:?}");
+
+    blocker.release().await;
     app.stop().await;
 }

@@ -256,10 +256,15 @@ impl TestApp {
             .unwrap()
     }
 
-    pub async fn stop(mut self) {
+    /// Stops the server alone (its listeners and tasks); the stores stay open.
+    pub async fn stop_serving(&mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown().await;
         }
+    }
+
+    pub async fn stop(mut self) {
+        self.stop_serving().await;
         self.server_store.close().await;
         self.store.close().await;
     }

@@ -11,6 +11,7 @@ use url::Url;
 
 use crate::error::{error_chain, OAuthError};
 use crate::redirect_uri::is_loopback;
+use crate::stopping::unless_stopped;
 
 /// An origin an operator allows for a client with `--web-origin`: `scheme://host[:port]` and
 /// nothing else; https, or http to a loopback host only, as for redirect URIs (RFC 8252
@@ -163,14 +164,16 @@ impl AllowedOrigins {
     ) {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = ticks.tick() => match self.reload(&store).await {
-                    Ok(true) => tracing::info!("CORS origins reloaded"),
-                    Ok(false) => {}
-                    Err(error) => tracing::warn!(error = %error_chain(&error), "CORS origins not reloaded"),
-                },
-                _ = stopped.changed() => return,
+        while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
+            let Some(reloaded) = unless_stopped(&mut stopped, self.reload(&store)).await else {
+                return;
+            };
+            match reloaded {
+                Ok(true) => tracing::info!("CORS origins reloaded"),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(error = %error_chain(&error), "CORS origins not reloaded")
+                }
             }
         }
     }

@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use crate::error::OAuthError;
 use crate::events::Event;
 use crate::state::OAuthState;
+use crate::stopping::unless_stopped;
 
 /// §2.4 leaves the lifetime to the OP; two minutes covers the POST and clock skew.
 pub const LOGOUT_TOKEN_LIFETIME: UnixTime = 120;
@@ -84,7 +85,15 @@ pub async fn deliver_logout_tokens(
     let wake = state.store.backchannel_queued();
     let settings = Arc::new(settings);
     loop {
-        deliver_due(&state, &http, &settings).await;
+        // A stop does not wait for slow receivers: what was claimed and not delivered is due
+        // again when its lease ends, on whichever node looks next (at least once: a receiver
+        // may see a token twice, and §2.6 has it check the `jti` for that).
+        if unless_stopped(&mut stopped, deliver_due(&state, &http, &settings))
+            .await
+            .is_none()
+        {
+            return;
+        }
         tokio::select! {
             _ = wake.notified() => {}
             _ = tokio::time::sleep(settings.poll_interval) => {}
