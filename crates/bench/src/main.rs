@@ -61,12 +61,24 @@ async fn main() -> ExitCode {
         _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
     };
     match outcome {
-        Ok(Finished { rows, soaks })
-            if rows.iter().all(|r| r.errors == 0) && soaks.iter().all(|s| s.errors == 0) =>
+        Ok(Finished {
+            rows,
+            soaks,
+            stop_failures,
+        }) if rows.iter().all(|r| r.errors == 0)
+            && soaks.iter().all(|s| s.errors == 0)
+            && stop_failures.is_empty() =>
         {
             ExitCode::SUCCESS
         }
-        Ok(Finished { rows, soaks }) => {
+        Ok(Finished {
+            rows,
+            soaks,
+            stop_failures,
+        }) => {
+            for failure in &stop_failures {
+                eprintln!("error: {failure}");
+            }
             for soak in soaks.iter().filter(|s| s.errors > 0) {
                 eprintln!(
                     "error: the soak on {}: {} failed steps, e.g.:",
@@ -101,6 +113,8 @@ async fn main() -> ExitCode {
 struct Finished {
     rows: Vec<Row>,
     soaks: Vec<SoakReport>,
+    /// Servers that did not stop as they should, after their rows were taken.
+    stop_failures: Vec<String>,
 }
 
 async fn run(cli: &Cli) -> Result<Finished> {
@@ -190,6 +204,7 @@ async fn run(cli: &Cli) -> Result<Finished> {
     let mut rows = Vec::new();
     let mut servers = Vec::new();
     let mut soaks = Vec::new();
+    let mut stop_failures = Vec::new();
     match &node {
         Some(installation) => {
             let settings = node_oidc::RunSettings {
@@ -202,6 +217,7 @@ async fn run(cli: &Cli) -> Result<Finished> {
             servers.push(run.server);
             rows = run.rows;
             soaks.extend(run.soak);
+            stop_failures.extend(run.stop_failure);
         }
         None => {
             let server_bin = server_binary(cli)?;
@@ -212,6 +228,7 @@ async fn run(cli: &Cli) -> Result<Finished> {
                 servers.push(run.server);
                 rows.extend(run.rows);
                 soaks.extend(run.soak);
+                stop_failures.extend(run.stop_failure);
             }
         }
     }
@@ -230,7 +247,11 @@ async fn run(cli: &Cli) -> Result<Finished> {
     if let Some(path) = &cli.json {
         report::write_json(path, cli, &report::machine(), &servers, &rows, &soaks)?;
     }
-    Ok(Finished { rows, soaks })
+    Ok(Finished {
+        rows,
+        soaks,
+        stop_failures,
+    })
 }
 
 /// The `fieldauth` binary: `--server-bin`, or the one next to this executable.
@@ -380,7 +401,6 @@ async fn run_backend(
     };
     let stopped = server.stop().await;
     let (rows, soak) = outcome?;
-    stopped?;
     Ok(BackendRun {
         server: report::ServerRun {
             backend: backend.name().to_owned(),
@@ -389,7 +409,14 @@ async fn run_backend(
         },
         rows,
         soak,
+        stop_failure: stop_failure(backend.name(), stopped),
     })
+}
+
+/// What was measured is reported even when the server then fails to stop as it should (a
+/// 30-minute soak is not thrown away for it); the failure is said, and fails the run.
+pub(crate) fn stop_failure(label: &str, stopped: Result<()>) -> Option<String> {
+    stopped.err().map(|error| format!("on {label}: {error:#}"))
 }
 
 /// What one backend's run gave.
@@ -397,6 +424,8 @@ struct BackendRun {
     server: report::ServerRun,
     rows: Vec<Row>,
     soak: Option<SoakReport>,
+    /// Why the server did not stop as it should, after it was measured.
+    stop_failure: Option<String>,
 }
 
 /// The server's resident set once it is ready and has settled, printed with `label`.

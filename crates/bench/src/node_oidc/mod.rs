@@ -147,7 +147,6 @@ pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<BackendRun> 
     .map_err(|error| error.context(format!("the server's log ends:\n{}", server.log_tail())));
     let stopped = server.stop().await;
     let rows = outcome?;
-    stopped?;
     Ok(BackendRun {
         server: report::ServerRun {
             backend: LABEL.to_owned(),
@@ -156,6 +155,7 @@ pub async fn run(settings: &RunSettings<'_>, plan: &Plan) -> Result<BackendRun> 
         },
         rows,
         soak: None,
+        stop_failure: crate::stop_failure(LABEL, stopped),
     })
 }
 
