@@ -70,25 +70,40 @@ struct Rule {
     key: &'static str,
     condition: &'static str,
     cutoff: fn(&Retention) -> UnixTime,
+    /// How the rows are found: by the condition's own index, or by a walk over an indexed
+    /// time column when the condition keeps rows the index cannot skip.
+    find: Find,
+}
+
+enum Find {
+    /// The condition is an index range: a batch reads no more than it deletes.
+    Indexed,
+    /// Rows with `column <= cutoff` are visited a batch at a time, and those of a batch
+    /// that also match `condition` (no `$1`) deleted. A grant whose refresh tokens still
+    /// live stays for 30 days past the cutoff; found through the condition, each pass's
+    /// last batch would read every such grant in one statement, holding SQLite's write lock
+    /// for all of them.
+    Walk { column: &'static str },
 }
 
 /// Every table that holds records that expire, in the order of a pass: refresh tokens before
-/// the grants that can only go once their tokens have. The columns in the conditions are
-/// indexed (migrations 0005, 0007, 0008, 0011, 0016, 0018), so a batch reads no more than it deletes.
+/// the grants that can only go once their tokens have. The columns in the conditions and the
+/// walks are indexed (migrations 0005, 0007, 0008, 0011, 0016, 0018), so a batch reads no
+/// more than it deletes, or than a batch of the walk.
 #[rustfmt::skip]
 const RULES: &[Rule] = &[
-    Rule { table: "authorization_requests", key: "tenant_id, request_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
-    Rule { table: "password_links", key: "tenant_id, user_id", condition: "expires_at <= $1", cutoff: |r| r.now },
-    Rule { table: "webauthn_ceremonies", key: "tenant_id, ceremony_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
-    Rule { table: "browser_sessions", key: "tenant_id, session_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
-    Rule { table: "authorization_codes", key: "tenant_id, code_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.code_replay_window },
-    Rule { table: "refresh_tokens", key: "tenant_id, token_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.access_token_lifetime },
-    Rule { table: "grants", key: "tenant_id, grant_id", condition: "created_at <= $1 AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.tenant_id = grants.tenant_id AND t.grant_id = grants.grant_id)", cutoff: |r| r.now - r.access_token_lifetime },
-    Rule { table: "signin_failures", key: "tenant_id, kind, subject", condition: "last_attempt_at < $1", cutoff: |r| r.now - r.signin_window },
-    Rule { table: "authorization_request_quotas", key: "tenant_id, address", condition: "window_started_at <= $1", cutoff: |r| r.now - r.request_quota_window },
-    Rule { table: "recovery_quotas", key: "tenant_id, kind, subject", condition: "window_started_at <= $1", cutoff: |r| r.now - r.recovery_quota_window },
-    Rule { table: "dpop_proofs", key: "tenant_id, proof_hash", condition: "expires_at <= $1", cutoff: |r| r.now },
-    Rule { table: "audit_events", key: "seq", condition: "occurred_at < $1", cutoff: |r| r.now - r.audit_retention },
+    Rule { table: "authorization_requests", key: "tenant_id, request_hash", condition: "expires_at <= $1", cutoff: |r| r.now, find: Find::Indexed },
+    Rule { table: "password_links", key: "tenant_id, user_id", condition: "expires_at <= $1", cutoff: |r| r.now, find: Find::Indexed },
+    Rule { table: "webauthn_ceremonies", key: "tenant_id, ceremony_hash", condition: "expires_at <= $1", cutoff: |r| r.now, find: Find::Indexed },
+    Rule { table: "browser_sessions", key: "tenant_id, session_hash", condition: "expires_at <= $1", cutoff: |r| r.now, find: Find::Indexed },
+    Rule { table: "authorization_codes", key: "tenant_id, code_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.code_replay_window, find: Find::Indexed },
+    Rule { table: "refresh_tokens", key: "tenant_id, token_hash", condition: "expires_at <= $1", cutoff: |r| r.now - r.access_token_lifetime, find: Find::Indexed },
+    Rule { table: "grants", key: "tenant_id, grant_id", condition: "NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.tenant_id = grants.tenant_id AND t.grant_id = grants.grant_id)", cutoff: |r| r.now - r.access_token_lifetime, find: Find::Walk { column: "created_at" } },
+    Rule { table: "signin_failures", key: "tenant_id, kind, subject", condition: "last_attempt_at < $1", cutoff: |r| r.now - r.signin_window, find: Find::Indexed },
+    Rule { table: "authorization_request_quotas", key: "tenant_id, address", condition: "window_started_at <= $1", cutoff: |r| r.now - r.request_quota_window, find: Find::Indexed },
+    Rule { table: "recovery_quotas", key: "tenant_id, kind, subject", condition: "window_started_at <= $1", cutoff: |r| r.now - r.recovery_quota_window, find: Find::Indexed },
+    Rule { table: "dpop_proofs", key: "tenant_id, proof_hash", condition: "expires_at <= $1", cutoff: |r| r.now, find: Find::Indexed },
+    Rule { table: "audit_events", key: "seq", condition: "occurred_at < $1", cutoff: |r| r.now - r.audit_retention, find: Find::Indexed },
 ];
 
 /// What one pass did, summed over the databases.
@@ -217,7 +232,19 @@ impl Store {
             key,
             condition,
             cutoff,
+            find,
         } = rule;
+        if let Find::Walk { column } = find {
+            let walk = Walk {
+                table,
+                column,
+                condition,
+                cutoff: cutoff(retention),
+            };
+            return self
+                .delete_walking(database, lane, &walk, batch, pace)
+                .await;
+        }
         // One shape on both engines: the keys of one batch, then the delete of those keys.
         let statement = format!(
             "DELETE FROM {table} WHERE ({key}) IN \
@@ -247,6 +274,69 @@ impl Store {
             if deleted < u64::try_from(batch).unwrap_or(0) {
                 return Ok(total);
             }
+        }
+    }
+
+    /// [`Find::Walk`]: from the oldest row on, reads where the next `batch` rows end (the
+    /// walk's column is an integer time, so the rows sharing that last value come with
+    /// them), deletes those of the range that match the condition, and goes on past it
+    /// until the cutoff. Every statement reads one range of the index, a batch long.
+    async fn delete_walking(
+        &self,
+        database: &Database,
+        lane: &mut Lane,
+        walk: &Walk<'_>,
+        batch: i64,
+        pace: &mut Pace,
+    ) -> Result<u64, StoreError> {
+        let Walk {
+            table,
+            column,
+            condition,
+            cutoff,
+        } = *walk;
+        let range_end = format!(
+            "SELECT {column} FROM {table} WHERE {column} >= $1 AND {column} <= $2 \
+             ORDER BY {column} LIMIT 1 OFFSET $3"
+        );
+        let delete =
+            format!("DELETE FROM {table} WHERE {column} >= $1 AND {column} <= $2 AND {condition}");
+        let mut from = i64::MIN;
+        let mut total = 0;
+        loop {
+            // A read: it needs no turn to write, and SQLite's readers do not wait for writers.
+            self.count_statement();
+            let started = std::time::Instant::now();
+            let end = lane
+                .optional_number(
+                    sqlx::query_scalar(&range_end)
+                        .bind(from)
+                        .bind(cutoff)
+                        .bind(batch.max(1) - 1),
+                )
+                .await?;
+            pace.ran(started.elapsed());
+            // Fewer than a batch left: the last range reaches the cutoff.
+            let to = end.unwrap_or(cutoff);
+            let deleted = {
+                let _turn = match database.writer() {
+                    Some(turn) => Some(turn.lock_owned().await),
+                    None => None,
+                };
+                self.count_statement();
+                let started = std::time::Instant::now();
+                let deleted = lane
+                    .execute(sqlx::query(&delete).bind(from).bind(to))
+                    .await?;
+                pace.ran(started.elapsed());
+                deleted
+            };
+            pace.pause().await;
+            total += deleted;
+            if to >= cutoff {
+                return Ok(total);
+            }
+            from = to + 1;
         }
     }
 
@@ -304,6 +394,15 @@ impl Store {
             .await?;
         Ok(u64::try_from(free).unwrap_or(0))
     }
+}
+
+/// A [`Find::Walk`] rule, with its cutoff.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    table: &'a str,
+    column: &'a str,
+    condition: &'a str,
+    cutoff: UnixTime,
 }
 
 /// A pass's share of the database: what its statements took, and the pause each owes.
@@ -365,6 +464,17 @@ impl Lane {
         Ok(match self {
             Lane::Locked(conn) => query.execute(&mut **conn).await?.rows_affected(),
             Lane::Pooled(pool) => pool.execute_off_worker(query).await?,
+        })
+    }
+
+    /// A statement's one number, if it returned a row.
+    async fn optional_number<'q>(
+        &mut self,
+        query: QueryScalar<'q, Any, i64, AnyArguments<'q>>,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(match self {
+            Lane::Locked(conn) => query.fetch_optional(&mut **conn).await?,
+            Lane::Pooled(pool) => query.fetch_optional(&*pool).await?,
         })
     }
 

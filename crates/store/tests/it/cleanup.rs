@@ -13,6 +13,7 @@ use store::{
 on_both_backends!(
     every_expired_row_goes_and_every_live_row_stays,
     a_pass_deletes_batch_after_batch_until_none_is_left,
+    grants_are_walked_a_batch_at_a_time_past_those_whose_tokens_live,
     two_passes_at_once_both_succeed_and_delete_each_row_once,
     a_pass_beside_the_stores_own_writers_never_waits_for_itself,
     a_pass_beside_requests_leaves_them_the_database_three_quarters_of_its_time,
@@ -444,6 +445,66 @@ async fn a_pass_deletes_batch_after_batch_until_none_is_left(db: &TestDatabase) 
         .unwrap();
     assert_eq!(report.total(), 25, "{report:?}");
     assert_eq!(tenant.audit_events(100).await.unwrap().len(), 1);
+}
+
+/// The grants' walk (a batch of 2 here): grants whose tokens live are passed over, however
+/// many share a second, and every grant without tokens up to the cutoff goes, the one created
+/// at the cutoff itself included.
+async fn grants_are_walked_a_batch_at_a_time_past_those_whose_tokens_live(db: &TestDatabase) {
+    let store = connect(db).await;
+    let t = seeded(&store).await;
+    let tenant = store.tenant(&t);
+    let cutoff = PASS - 3600;
+    // A grant and when its refresh token expires, if it has one.
+    let live = |id: &'static str| (id, Some(NOW + 200_000));
+    let mut grants = Vec::new();
+    for id in ["live-1", "live-2", "live-3", "live-4", "live-5"] {
+        grants.push((live(id), NOW));
+    }
+    grants.push((("bare-tied", None), NOW));
+    grants.push((live("live-6"), NOW + 10));
+    grants.push((live("live-7"), NOW + 10));
+    grants.push((("bare-between", None), NOW + 20));
+    grants.push((live("live-8"), NOW + 30));
+    grants.push((("bare-at-the-cutoff", None), cutoff));
+    grants.push((("bare-after-it", None), cutoff + 1));
+    for ((id, expires_at), at) in grants {
+        let token = format!("token-{id}");
+        let refresh = expires_at.map(|expires_at| (token.as_bytes(), expires_at));
+        grant(&tenant, id, refresh, at).await;
+    }
+
+    let report = store
+        .clean_up_in_batches(&retention(PASS), 2)
+        .await
+        .unwrap();
+    let grants_deleted = report
+        .deleted
+        .iter()
+        .find(|(t, _)| *t == "grants")
+        .unwrap()
+        .1;
+    assert_eq!(grants_deleted, 3, "{report:?}");
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    let left: Vec<String> = sqlx::query_scalar("SELECT grant_id FROM grants ORDER BY grant_id")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(
+        left,
+        [
+            "bare-after-it",
+            "live-1",
+            "live-2",
+            "live-3",
+            "live-4",
+            "live-5",
+            "live-6",
+            "live-7",
+            "live-8"
+        ]
+    );
 }
 
 async fn two_passes_at_once_both_succeed_and_delete_each_row_once(db: &TestDatabase) {
