@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::database_size::DatabaseSize;
 use crate::memory::{mib, Sampler};
 use crate::pacing::Schedule;
-use crate::server::Server;
+use crate::server::{stolen_time, Server};
 pub use mix::Mix;
 use mix::MixedConnection;
 use report::{minute_of, summarize_minutes, verdict, MinuteEnd, Record};
@@ -153,6 +153,7 @@ pub async fn run(
     }
     let at_start = size.measure().await?;
     let sampler = Sampler::start(server.pid());
+    let mut cpu_before = (server.cpu_time()?, stolen_time()?);
     let start = Instant::now();
     let end = start + total;
     let minute = settings.minute;
@@ -168,6 +169,7 @@ pub async fn run(
         let at = (start + minute * row).min(end);
         tokio::time::sleep_until(at).await;
         let peak = sampler.take_peak();
+        let cpu = (server.cpu_time()?, stolen_time()?);
         let measured = size.measure().await?;
         // A long soak says where it is; the figures of the minute come at the end.
         eprintln!(
@@ -180,13 +182,17 @@ pub async fn run(
             rss_peak_kib: peak,
             rss_end_kib: sampler.latest(),
             size: measured,
+            server_cpu: cpu.0.saturating_sub(cpu_before.0),
+            stolen: cpu.1.saturating_sub(cpu_before.1),
         });
+        cpu_before = cpu;
     }
     let mut log = Log::default();
     for task in tasks {
         merge(&mut log, task.await.context("a soak connection failed")?);
     }
-    let minutes = summarize_minutes(&log.records, &log.errors, &ends, minute, total);
+    let cpus = crate::report::machine().nproc;
+    let minutes = summarize_minutes(&log.records, &log.errors, &ends, minute, total, cpus);
     let (levelled, verdict) = verdict(at_start, &minutes);
     Ok(SoakReport {
         backend: label.to_owned(),

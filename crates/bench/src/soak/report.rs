@@ -23,6 +23,10 @@ pub struct MinuteEnd {
     pub rss_peak_kib: u64,
     pub rss_end_kib: u64,
     pub size: Size,
+    /// The server's CPU time in the minute, and the time the host gave this machine's CPUs
+    /// to other guests (all CPUs): a slow minute with steal says the host was busy.
+    pub server_cpu: Duration,
+    pub stolen: Duration,
 }
 
 /// The soak's per-minute figures.
@@ -45,6 +49,10 @@ pub struct SoakMinute {
     /// The database's size at the minute's end; on SQLite, its write-ahead log's share.
     pub database_bytes: u64,
     pub wal_bytes: Option<u64>,
+    /// The server's CPU-seconds per second of the minute.
+    pub server_cores: f64,
+    /// Steal, in % of all this machine's CPUs (as the workloads' `steal %`).
+    pub steal_percent: f64,
 }
 
 /// The whole soak of one backend.
@@ -72,13 +80,15 @@ pub fn minute_of(offset: Duration, minute: Duration) -> u32 {
     (offset.as_secs_f64() / minute.as_secs_f64().max(1e-9)) as u32
 }
 
-/// One row per minute; `ends` holds each minute's RSS peak, RSS at its end and database size.
+/// One row per minute; `ends` holds each minute's RSS peak, RSS at its end, database size and
+/// CPU times; `cpus` is the machine's CPU count.
 pub fn summarize_minutes(
     records: &[Record],
     errors: &[u32],
     ends: &[MinuteEnd],
     minute: Duration,
     total: Duration,
+    cpus: usize,
 ) -> Vec<SoakMinute> {
     ends.iter()
         .enumerate()
@@ -116,6 +126,9 @@ pub fn summarize_minutes(
                 rss_end_kib: end.rss_end_kib,
                 database_bytes: end.size.bytes,
                 wal_bytes: end.size.wal_bytes,
+                server_cores: end.server_cpu.as_secs_f64() / length.as_secs_f64().max(1e-9),
+                steal_percent: end.stolen.as_secs_f64() * 100.0
+                    / (length.as_secs_f64().max(1e-9) * cpus.max(1) as f64),
             }
         })
         .collect()
@@ -191,7 +204,14 @@ pub fn table(report: &SoakReport) -> String {
     ];
     let mut header = vec!["minute", "steps", "requests", "steps/s", "errors", "p99 ms"];
     header.extend(Kind::ALL.iter().map(|k| k.name()));
-    header.extend(["rss peak MiB", "rss end MiB", "db MiB", "of it wal MiB"]);
+    header.extend([
+        "rss peak MiB",
+        "rss end MiB",
+        "db MiB",
+        "of it wal MiB",
+        "srv cores",
+        "steal %",
+    ]);
     out.push(format!("| {} |", header.join(" | ")));
     out.push(format!(
         "|{}|",
@@ -222,6 +242,8 @@ pub fn table(report: &SoakReport) -> String {
             m.wal_bytes
                 .map_or_else(String::new, |w| format!("{:.2}", w as f64 / MIB)),
         );
+        cells.push(format!("{:.2}", m.server_cores));
+        cells.push(format!("{:.1}", m.steal_percent));
         out.push(format!("| {} |", cells.join(" | ")));
     }
     out.push(String::new());
@@ -247,6 +269,8 @@ mod tests {
             rss_end_kib: 0,
             database_bytes,
             wal_bytes: None,
+            server_cores: 0.0,
+            steal_percent: 0.0,
         }
     }
 
@@ -326,6 +350,8 @@ mod tests {
             minutes: vec![SoakMinute {
                 minute: 1,
                 wal_bytes: Some(3 << 19),
+                server_cores: 0.81,
+                steal_percent: 12.5,
                 ..minute(2 << 20)
             }],
             errors: 0,
@@ -341,7 +367,10 @@ mod tests {
         );
         let cells = |line: &str| line.matches('|').count();
         assert_eq!(cells(lines[2]), cells(lines[4]), "{table}");
-        assert!(lines[4].ends_with("| 2.00 | 1.50 |"), "{table}");
+        assert!(
+            lines[4].ends_with("| 2.00 | 1.50 | 0.81 | 12.5 |"),
+            "{table}"
+        );
     }
 
     #[test]
@@ -361,10 +390,15 @@ mod tests {
                 bytes,
                 wal_bytes: Some(bytes / 2),
             },
+            server_cpu: Duration::from_secs(2),
+            stolen: Duration::from_millis(500),
         };
         let ends = [end(100, 90, 4096), end(120, 95, 8192)];
         // 7.5 s in all: the second "minute" is half a one.
-        let rows = summarize_minutes(&records, &[1], &ends, m, Duration::from_millis(7_500));
+        let rows = summarize_minutes(&records, &[1], &ends, m, Duration::from_millis(7_500), 2);
+        // 2 s of the server's CPU in 5 s, then in 2.5 s; 0.5 s stolen of two CPUs' 10 s, then 5 s.
+        assert_eq!((rows[0].server_cores, rows[1].server_cores), (0.4, 0.8));
+        assert_eq!((rows[0].steal_percent, rows[1].steal_percent), (5.0, 10.0));
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].steps, rows[0].requests, rows[0].errors), (2, 5, 0));
         assert_eq!(rows[0].p99_ms, 90.0);
