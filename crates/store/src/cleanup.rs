@@ -253,23 +253,8 @@ impl Store {
         let cutoff = cutoff(retention);
         let mut total = 0;
         loop {
-            // SQLite: each batch waits for the process's turn to write, as a request does,
-            // and the writers that came meanwhile go before the next (the turn is a fair
-            // lock: they queued while the batch ran, its statement being off this thread).
-            let deleted = {
-                let _turn = match database.writer() {
-                    Some(turn) => Some(turn.lock_owned().await),
-                    None => None,
-                };
-                self.count_statement();
-                let started = std::time::Instant::now();
-                let deleted = lane
-                    .execute(sqlx::query(&statement).bind(cutoff).bind(batch))
-                    .await?;
-                pace.ran(started.elapsed());
-                deleted
-            };
-            pace.pause().await;
+            let query = sqlx::query(&statement).bind(cutoff).bind(batch);
+            let deleted = self.write_step(database, lane, query, pace).await?;
             total += deleted;
             if deleted < u64::try_from(batch).unwrap_or(0) {
                 return Ok(total);
@@ -318,21 +303,8 @@ impl Store {
             pace.ran(started.elapsed());
             // Fewer than a batch left: the last range reaches the cutoff.
             let to = end.unwrap_or(cutoff);
-            let deleted = {
-                let _turn = match database.writer() {
-                    Some(turn) => Some(turn.lock_owned().await),
-                    None => None,
-                };
-                self.count_statement();
-                let started = std::time::Instant::now();
-                let deleted = lane
-                    .execute(sqlx::query(&delete).bind(from).bind(to))
-                    .await?;
-                pace.ran(started.elapsed());
-                deleted
-            };
-            pace.pause().await;
-            total += deleted;
+            let query = sqlx::query(&delete).bind(from).bind(to);
+            total += self.write_step(database, lane, query, pace).await?;
             if to >= cutoff {
                 return Ok(total);
             }
@@ -364,20 +336,9 @@ impl Store {
             if before == 0 {
                 return Ok(released);
             }
-            {
-                let _turn = match database.writer() {
-                    Some(turn) => Some(turn.lock_owned().await),
-                    None => None,
-                };
-                self.count_statement();
-                let started = std::time::Instant::now();
-                lane.execute(sqlx::query(&format!(
-                    "PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})"
-                )))
+            let step = format!("PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})");
+            self.write_step(database, lane, sqlx::query(&step), pace)
                 .await?;
-                pace.ran(started.elapsed());
-            }
-            pace.pause().await;
             let after = self.free_pages(lane).await?;
             if after >= before {
                 // Nothing moved (another connection holds the pages): next pass.
@@ -385,6 +346,32 @@ impl Store {
             }
             released += before - after;
         }
+    }
+
+    /// One write of the pass, then the pause it owes. On SQLite it waits for the process's
+    /// turn to write, as a request does, and the writers that came meanwhile go before the
+    /// next (the turn is a fair lock: they queued while this ran, its statement being off
+    /// this thread). The rows it changed.
+    async fn write_step<'q>(
+        &self,
+        database: &Database,
+        lane: &mut Lane,
+        query: Query<'q, Any, AnyArguments<'q>>,
+        pace: &mut Pace,
+    ) -> Result<u64, StoreError> {
+        let changed = {
+            let _turn = match database.writer() {
+                Some(turn) => Some(turn.lock_owned().await),
+                None => None,
+            };
+            self.count_statement();
+            let started = std::time::Instant::now();
+            let changed = lane.execute(query).await?;
+            pace.ran(started.elapsed());
+            changed
+        };
+        pace.pause().await;
+        Ok(changed)
     }
 
     async fn free_pages(&self, lane: &mut Lane) -> Result<u64, StoreError> {
