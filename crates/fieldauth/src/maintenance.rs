@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use jose::{Clock, UnixTime};
-use oauth::stopping::unless_stopped;
+use oauth::stopping::run_every;
 use serde_json::json;
 use store::{CleanupReport, Retention, Store};
 use tokio::sync::watch;
@@ -85,35 +85,35 @@ pub async fn clean_up_every(
     signin_window: i64,
     audit_retention: i64,
     metrics: CleanupMetrics,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
+    // A paced pass takes tens of seconds on a busy server, longer than a graceful stop should
+    // wait: a stop drops it where it waits (each batch is a transaction of its own), and the
+    // next start's pass goes on from there.
+    run_every(every, stopped, || {
         let retention = retention(clock.now(), signin_window, audit_retention);
-        let started = std::time::Instant::now();
-        // A paced pass takes tens of seconds on a busy server, longer than a graceful stop
-        // should wait: a stop drops it where it waits (each batch is a transaction of its
-        // own), and the next start's pass goes on from there.
-        let Some(pass) =
-            unless_stopped(&mut stopped, store.clean_up_beside_requests(&retention)).await
-        else {
-            return;
-        };
-        match pass {
-            Ok(report) => {
-                metrics.count(&report);
-                if report.total() > 0 {
-                    tracing::info!(
-                        deleted = report.total(),
-                        pages_released = report.pages_released,
-                        took_ms = started.elapsed().as_millis(),
-                        busy_ms = report.busy.as_millis(),
-                        "expired records cleaned up"
-                    );
-                }
+        let (store, metrics) = (store.clone(), metrics.clone());
+        async move { clean_up_once(&store, &retention, &metrics).await }
+    })
+    .await
+}
+
+/// One pass of [`clean_up_every`], logged.
+async fn clean_up_once(store: &Store, retention: &Retention, metrics: &CleanupMetrics) {
+    let started = std::time::Instant::now();
+    match store.clean_up_beside_requests(retention).await {
+        Ok(report) => {
+            metrics.count(&report);
+            if report.total() > 0 {
+                tracing::info!(
+                    deleted = report.total(),
+                    pages_released = report.pages_released,
+                    took_ms = started.elapsed().as_millis(),
+                    busy_ms = report.busy.as_millis(),
+                    "expired records cleaned up"
+                );
             }
-            Err(error) => tracing::warn!(error = %error, "expired records not cleaned up"),
         }
+        Err(error) => tracing::warn!(error = %error, "expired records not cleaned up"),
     }
 }

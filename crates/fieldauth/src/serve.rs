@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use jose::Clock;
 use oauth::cors::{AllowedOrigins, Cors, CorsRoute};
-use oauth::stopping::unless_stopped;
+use oauth::stopping::run_every;
 use oauth::{OAuthConfig, OAuthState, OsRandom, SigningKeys};
 use prometheus_client::registry::Registry;
 use store::Store;
@@ -361,23 +361,21 @@ async fn reload_keys(
     store: Store,
     clock: Arc<dyn Clock>,
     every: Duration,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
-        let Some(reloaded) = unless_stopped(&mut stopped, keys.reload(&store, clock.now())).await
-        else {
-            return;
-        };
-        match reloaded {
-            Ok(true) => tracing::info!("signing keys reloaded"),
-            Ok(false) => {}
-            Err(error) => {
-                tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded")
+    run_every(every, stopped, || {
+        let (keys, store, now) = (keys.clone(), store.clone(), clock.now());
+        async move {
+            match keys.reload(&store, now).await {
+                Ok(true) => tracing::info!("signing keys reloaded"),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(error = %oauth::error_chain(&error), "signing keys not reloaded")
+                }
             }
         }
-    }
+    })
+    .await
 }
 
 /// A PostgreSQL database without autovacuum is heard of at every start: its statistics stay
@@ -404,25 +402,27 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// Runs SQLite's checkpoints off the requests' path (commits never run one, see the store).
 /// Nothing to do on PostgreSQL; a failure is retried at the next tick, and the log only grows
 /// until then.
-async fn checkpoint_wal(store: Store, mut stopped: watch::Receiver<bool>) {
-    let mut ticks = tokio::time::interval(CHECKPOINT_INTERVAL);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
-        let Some(checkpoint) = unless_stopped(&mut stopped, store.checkpoint()).await else {
-            return;
-        };
-        match checkpoint {
-            Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
-                tracing::debug!(
-                    pages = checkpoint.wal_pages,
-                    restarted = checkpoint.restarts,
-                    refused = checkpoint.restarts_refused,
-                    held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
-                    "write-ahead log restart tried"
-                );
-            }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),
+async fn checkpoint_wal(store: Store, stopped: watch::Receiver<bool>) {
+    run_every(CHECKPOINT_INTERVAL, stopped, || {
+        let store = store.clone();
+        async move { log_checkpoint(store.checkpoint().await) }
+    })
+    .await
+}
+
+/// What a checkpoint did, at `debug` when it tried to restart the log.
+fn log_checkpoint(checkpoint: Result<store::Checkpoint, store::StoreError>) {
+    match checkpoint {
+        Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
+            tracing::debug!(
+                pages = checkpoint.wal_pages,
+                restarted = checkpoint.restarts,
+                refused = checkpoint.restarts_refused,
+                held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
+                "write-ahead log restart tried"
+            );
         }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),
     }
 }

@@ -1,8 +1,35 @@
 //! How the server's background loops stop: at once, wherever they wait.
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+
+/// Runs `step` at once, then every `period` after the last one began (a step that overruns
+/// its period is followed by the next at once, never by a burst of missed ones), until
+/// `stopped`: the key and CORS reloads, the WAL checkpoint and the clean-up. The stop drops a
+/// step where it waits, as [`unless_stopped`] says; what a step logs of its outcome it logs
+/// inside `step`, which a stop cannot cut short once the work is done.
+///
+/// `step` makes each step's future from clones of what it needs: the loops are spawned, and
+/// an async closure's future that borrows its captures is not seen as `Send` by the compiler
+/// (rust-lang/rust#110338).
+pub async fn run_every<Step>(
+    period: Duration,
+    mut stopped: watch::Receiver<bool>,
+    mut step: impl FnMut() -> Step,
+) where
+    Step: Future<Output = ()>,
+{
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
+        if unless_stopped(&mut stopped, step()).await.is_none() {
+            return;
+        }
+    }
+}
 
 /// Runs `work` unless `stopped` turns true first (or its sender is gone): `None` then, with
 /// `work` dropped where it waited. Every background loop runs its step through this, so a
@@ -24,7 +51,7 @@ pub async fn unless_stopped<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 
@@ -64,5 +91,47 @@ mod tests {
         let waiting = unless_stopped(&mut stopped, std::future::pending::<()>());
         let result = tokio::time::timeout(Duration::from_secs(5), waiting).await;
         assert_eq!(result.expect("the gone sender ends the wait"), None);
+    }
+
+    #[tokio::test]
+    async fn steps_run_on_every_tick_until_the_stop() {
+        let (stop, stopped) = watch::channel(false);
+        let steps = AtomicUsize::new(0);
+        let running = run_every(Duration::from_millis(5), stopped, || async {
+            steps.fetch_add(1, Ordering::SeqCst);
+        });
+        let stopping = async {
+            while steps.load(Ordering::SeqCst) < 3 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            stop.send(true).unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::join!(running, stopping)
+        })
+        .await
+        .expect("three steps, then the stop ends the loop");
+        let seen = steps.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(steps.load(Ordering::SeqCst), seen, "no step after the stop");
+    }
+
+    #[tokio::test]
+    async fn a_stop_drops_a_step_that_waits() {
+        let (stop, stopped) = watch::channel(false);
+        let started = tokio::sync::Notify::new();
+        let running = run_every(Duration::from_secs(60), stopped, || async {
+            started.notify_one();
+            std::future::pending::<()>().await
+        });
+        let stopping = async {
+            started.notified().await;
+            stop.send(true).unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::join!(running, stopping)
+        })
+        .await
+        .expect("the stop ends the step that waits");
     }
 }

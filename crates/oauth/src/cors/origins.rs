@@ -11,7 +11,7 @@ use url::Url;
 
 use crate::error::{error_chain, OAuthError};
 use crate::redirect_uri::is_loopback;
-use crate::stopping::unless_stopped;
+use crate::stopping::run_every;
 
 /// An origin an operator allows for a client with `--web-origin`: `scheme://host[:port]` and
 /// nothing else; https, or http to a loopback host only, as for redirect URIs (RFC 8252
@@ -156,26 +156,20 @@ impl AllowedOrigins {
 
     /// Polls the clients' marks every `every` until `stopped`, so clients registered by the
     /// CLI or on another node are allowed without a restart.
-    pub async fn reload_every(
-        self,
-        store: Store,
-        every: Duration,
-        mut stopped: watch::Receiver<bool>,
-    ) {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        while unless_stopped(&mut stopped, ticks.tick()).await.is_some() {
-            let Some(reloaded) = unless_stopped(&mut stopped, self.reload(&store)).await else {
-                return;
-            };
-            match reloaded {
-                Ok(true) => tracing::info!("CORS origins reloaded"),
-                Ok(false) => {}
-                Err(error) => {
-                    tracing::warn!(error = %error_chain(&error), "CORS origins not reloaded")
+    pub async fn reload_every(self, store: Store, every: Duration, stopped: watch::Receiver<bool>) {
+        run_every(every, stopped, || {
+            let (origins, store) = (self.clone(), store.clone());
+            async move {
+                match origins.reload(&store).await {
+                    Ok(true) => tracing::info!("CORS origins reloaded"),
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::warn!(error = %error_chain(&error), "CORS origins not reloaded")
+                    }
                 }
             }
-        }
+        })
+        .await
     }
 }
 
