@@ -28,11 +28,13 @@ const VACUUM_STEP_PAGES: i64 = 256;
 
 /// A pass beside requests ([`Store::clean_up_beside_requests`]) pauses after each of its
 /// statements for this many times the statement's own duration, so that it holds the
-/// database (and, on SQLite, the server's CPU) a quarter of the time at most. Unpaced, a pass
+/// database (and, on SQLite, the server's CPU) a tenth of the time at most. Unpaced, a pass
 /// that deleted 55,000 rows held them for 4 to 7 s at once, and a server running at 80% of
-/// its capacity took a minute to catch up: p99 0.9 to 2.3 s in those minutes of a soak
-/// (docs/performance.md).
-pub const CLEANUP_PAUSE_FACTOR: u32 = 3;
+/// its capacity took a minute to catch up: p99 0.9 to 2.3 s in those minutes of a soak.
+/// Paced to a quarter of the time (a factor of 3), such a pass still asked more than the 20%
+/// such a server has spare, and the minute's p99 tripled (docs/performance.md). A pass of
+/// 60,000 rows now takes about 20 s of the 300 between passes.
+pub const CLEANUP_PAUSE_FACTOR: u32 = 9;
 
 /// The advisory lock a PostgreSQL clean-up pass holds: the first key is a constant no other
 /// lock uses (the bytes spell "fldc"), the second the schema's name hashed, because advisory
