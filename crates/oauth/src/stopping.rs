@@ -14,7 +14,7 @@ use tokio::time::MissedTickBehavior;
 ///
 /// `step` makes each step's future from clones of what it needs: the loops are spawned, and
 /// an async closure's future that borrows its captures is not seen as `Send` by the compiler
-/// (rust-lang/rust#110338).
+/// (rust-lang/rust#139475).
 pub async fn run_every<Step>(
     period: Duration,
     mut stopped: watch::Receiver<bool>,
