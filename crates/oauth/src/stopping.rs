@@ -111,9 +111,28 @@ mod tests {
         })
         .await
         .expect("three steps, then the stop ends the loop");
-        let seen = steps.load(Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(steps.load(Ordering::SeqCst), seen, "no step after the stop");
+    }
+
+    #[tokio::test]
+    async fn a_stop_ends_the_wait_for_the_next_tick() {
+        let (stop, stopped) = watch::channel(false);
+        let steps = AtomicUsize::new(0);
+        // The first step runs at once; the next would be a minute later.
+        let running = run_every(Duration::from_secs(60), stopped, || async {
+            steps.fetch_add(1, Ordering::SeqCst);
+        });
+        let stopping = async {
+            while steps.load(Ordering::SeqCst) < 1 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            stop.send(true).unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::join!(running, stopping)
+        })
+        .await
+        .expect("the stop ends the wait for the next tick");
+        assert_eq!(steps.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
