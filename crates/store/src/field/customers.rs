@@ -1,6 +1,7 @@
 //! Customer records: contacts, service properties and the billing profile.
 
 use super::page::{Order, Page, PageRequest, SortKey};
+use super::positional::positional;
 use super::sql::Sql;
 use super::{organization_missing_or, ChildList, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
@@ -86,6 +87,25 @@ pub struct Customer {
     pub created_at: UnixTime,
 }
 
+positional!(BillingProfile {
+    email = "billing_email",
+    currency = "billing_currency",
+    payment_terms_days,
+    tax_id,
+    street = "billing_street",
+    city = "billing_city",
+    region = "billing_region",
+    postal_code = "billing_postal_code",
+    country = "billing_country",
+});
+
+positional!(Customer {
+    customer_id,
+    name,
+    billing: BillingProfile,
+    created_at,
+});
+
 const CUSTOMER_COLUMNS: &str = "customer_id, name, billing_email, billing_currency, \
     payment_terms_days, tax_id, billing_street, billing_city, billing_region, \
     billing_postal_code, billing_country, created_at";
@@ -116,6 +136,14 @@ pub struct Contact {
     pub phone: Option<String>,
 }
 
+positional!(Contact {
+    customer_id,
+    position,
+    name,
+    email,
+    phone
+});
+
 const CONTACT_COLUMNS: &str = "customer_id, position, name, email, phone";
 
 /// A site where work is done.
@@ -145,6 +173,19 @@ struct PropertyRow {
     access_notes: Option<String>,
     created_at: i64,
 }
+
+positional!(PropertyRow {
+    property_id,
+    customer_id,
+    label,
+    street,
+    city,
+    region,
+    postal_code,
+    country,
+    access_notes,
+    created_at,
+});
 
 impl From<PropertyRow> for Property {
     fn from(row: PropertyRow) -> Property {

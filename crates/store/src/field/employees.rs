@@ -1,6 +1,7 @@
 //! Staff rosters and schedules: employees and their shifts.
 
 use super::page::{Order, Page, PageRequest, SortKey};
+use super::positional::positional;
 use super::sql::Sql;
 use super::{organization_missing_or, ChildList, EmployeeRole, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
@@ -16,6 +17,15 @@ pub struct Employee {
     pub phone: Option<String>,
     pub created_at: UnixTime,
 }
+
+positional!(Employee {
+    employee_id,
+    name,
+    role,
+    email,
+    phone,
+    created_at
+});
 
 const EMPLOYEE_COLUMNS: &str = "employee_id, name, role, email, phone, created_at";
 const EMPLOYEE_ORDER: Order = Order {
@@ -58,6 +68,14 @@ pub struct Shift {
     pub ends_at: UnixTime,
     pub note: Option<String>,
 }
+
+positional!(Shift {
+    shift_id,
+    employee_id,
+    starts_at,
+    ends_at,
+    note
+});
 
 const SHIFT_COLUMNS: &str = "shift_id, employee_id, starts_at, ends_at, note";
 

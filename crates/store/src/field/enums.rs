@@ -28,6 +28,14 @@ macro_rules! stored_enum {
             }
         }
 
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(
+                value: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<$name> {
+                super::positional::stored_word(value)
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = UnknownValue;
             fn try_from(value: String) -> Result<$name, UnknownValue> {

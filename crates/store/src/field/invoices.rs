@@ -2,6 +2,7 @@
 //! exceed the balance due.
 
 use super::page::{Order, Page, PageRequest, SortKey};
+use super::positional::positional;
 use super::sql::Sql;
 use super::{ChildList, InvoiceStatus, Listed, OrgStore, PaymentMethod};
 use crate::error::{Entity, StoreError};
@@ -28,6 +29,23 @@ pub struct Invoice {
     pub due_on: Option<String>,
     pub created_at: UnixTime,
 }
+
+positional!(Invoice {
+    invoice_id,
+    number,
+    customer_id,
+    work_order_id,
+    currency,
+    tax_rate_bp,
+    subtotal_cents,
+    tax_cents,
+    total_cents,
+    paid_cents,
+    status,
+    issued_at,
+    due_on,
+    created_at,
+});
 
 const INVOICE_COLUMNS: &str = "invoice_id, number, customer_id, work_order_id, currency, \
     tax_rate_bp, subtotal_cents, tax_cents, total_cents, paid_cents, status, issued_at, due_on, \
@@ -73,6 +91,24 @@ pub struct Payment {
     pub reference: Option<String>,
     pub received_at: UnixTime,
 }
+
+positional!(InvoiceLine {
+    invoice_id,
+    position,
+    description,
+    quantity,
+    unit_price_cents,
+    amount_cents,
+});
+
+positional!(Payment {
+    payment_id,
+    invoice_id,
+    amount_cents,
+    method,
+    reference,
+    received_at,
+});
 
 const PAYMENT_COLUMNS: &str =
     "payment_id, invoice_id, amount_cents, method, reference, received_at";

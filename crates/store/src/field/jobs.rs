@@ -1,6 +1,7 @@
 //! Jobs: visits that carry out a work order, who is assigned, and the completion report.
 
 use super::page::{Order, Page, PageRequest, SortKey};
+use super::positional::positional;
 use super::sql::Sql;
 use super::{ChildList, Employee, JobStatus, Listed, OrgStore};
 use crate::error::{Entity, StoreError};
@@ -21,6 +22,20 @@ pub struct Job {
     pub minutes_worked: Option<i64>,
     pub created_at: UnixTime,
 }
+
+positional!(Job {
+    job_id,
+    work_order_id,
+    title,
+    status,
+    scheduled_start,
+    scheduled_end,
+    started_at,
+    completed_at,
+    completion_notes,
+    minutes_worked,
+    created_at,
+});
 
 const JOB_COLUMNS: &str = "job_id, work_order_id, title, status, scheduled_start, scheduled_end, \
     started_at, completed_at, completion_notes, minutes_worked, created_at";
@@ -49,6 +64,12 @@ pub struct Assignment {
     pub assigned_at: UnixTime,
 }
 
+positional!(Assignment {
+    job_id,
+    employee_id,
+    assigned_at
+});
+
 /// An assignment with its employee, read in one statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Staffed {
@@ -67,6 +88,46 @@ where
         Ok(Staffed {
             assignment: Assignment::from_row(row)?,
             employee: Employee::from_row(row)?,
+        })
+    }
+}
+
+/// By position, the row [`OrgStore::staffing_of`] reads: the assignment's columns, then the
+/// employee's but its `employee_id`, which the join shares.
+impl super::positional::Positional for Staffed {
+    const WIDTH: usize = 8;
+
+    fn names(names: &mut Vec<&'static str>) {
+        names.extend([
+            "job_id",
+            "employee_id",
+            "assigned_at",
+            "name",
+            "role",
+            "email",
+            "phone",
+            "created_at",
+        ]);
+    }
+
+    fn read(row: &rusqlite::Row<'_>, at: usize) -> Result<Self, sqlx::Error> {
+        use super::positional::column;
+        let assignment = Assignment {
+            job_id: column(row, at)?,
+            employee_id: column(row, at + 1)?,
+            assigned_at: column(row, at + 2)?,
+        };
+        let employee = Employee {
+            employee_id: assignment.employee_id.clone(),
+            name: column(row, at + 3)?,
+            role: column(row, at + 4)?,
+            email: column(row, at + 5)?,
+            phone: column(row, at + 6)?,
+            created_at: column(row, at + 7)?,
+        };
+        Ok(Staffed {
+            assignment,
+            employee,
         })
     }
 }

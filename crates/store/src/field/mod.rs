@@ -9,6 +9,7 @@ mod enums;
 mod invoices;
 mod jobs;
 mod page;
+pub(crate) mod positional;
 mod sql;
 mod work_orders;
 
@@ -98,7 +99,10 @@ impl<'a> OrgStore<'a> {
                     .await?;
                 decoded(&rows, counted.is_some())?
             }
-            false => decoded(&sql.query().fetch_all(pool).await?, counted.is_some())?,
+            false => match sqlite_page(pool, &sql, counted.is_some()).await? {
+                Some(page) => page,
+                None => decoded(&sql.query().fetch_all(pool).await?, counted.is_some())?,
+            },
         };
         let total = match (counted, total) {
             (Some(filtered), None) => {
@@ -118,8 +122,8 @@ impl<'a> OrgStore<'a> {
     }
 
     /// A statement's records: from sqlx's own rows on PostgreSQL (without their conversion
-    /// into `AnyRow`s, [`crate::pool::Pool::postgres_rows`]), from the store's `AnyRow`s on
-    /// SQLite.
+    /// into `AnyRow`s, [`crate::pool::Pool::postgres_rows`]), by column position from an
+    /// SQLite file's ([`positional`]), from `AnyRow`s otherwise.
     async fn records<T: Record>(&self, sql: &sql::Sql) -> Result<Vec<T>, StoreError> {
         let pool = self.tenant.pool();
         if pool.is_postgres() {
@@ -128,7 +132,18 @@ impl<'a> OrgStore<'a> {
                 .await?;
             return Ok(rows.iter().map(T::from_row).collect::<Result<_, _>>()?);
         }
-        Ok(sql.query_as::<T>().fetch_all(pool).await?)
+        let read = pool
+            .sqlite_rows(
+                sql.text(),
+                &sql.sqlite_values(),
+                |statement| columns_are::<T>(statement, false),
+                |row| T::read(row, 0),
+            )
+            .await?;
+        match read {
+            Some(records) => Ok(records),
+            None => Ok(sql.query_as::<T>().fetch_all(pool).await?),
+        }
     }
 
     /// Rows of `table` whose `id_column` is one of `ids`, in batches.
@@ -210,17 +225,70 @@ impl<'a> OrgStore<'a> {
     }
 }
 
-/// A record the field reads decode: from the store's `AnyRow`s on SQLite, from sqlx's
-/// `PgRow`s on PostgreSQL. Every record's derived `FromRow` is generic over the row, and the
-/// field tables' integers are all `BIGINT`, so one decoder serves both.
+/// A record the field reads decode: by column position from an SQLite file's rows
+/// ([`positional`]), from sqlx's `PgRow`s on PostgreSQL, from `AnyRow`s otherwise (SQLite in
+/// memory, or a read that waits for another process's lock). Every record's derived
+/// `FromRow` is generic over the row, and the field tables' integers are all `BIGINT`, so
+/// one decoder serves both of sqlx's.
 pub(crate) trait Record:
-    for<'r> sqlx::FromRow<'r, AnyRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin
+    for<'r> sqlx::FromRow<'r, AnyRow>
+    + for<'r> sqlx::FromRow<'r, PgRow>
+    + positional::Positional
+    + Send
+    + Unpin
 {
 }
 
 impl<T> Record for T where
-    T: for<'r> sqlx::FromRow<'r, AnyRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin
+    T: for<'r> sqlx::FromRow<'r, AnyRow>
+        + for<'r> sqlx::FromRow<'r, PgRow>
+        + positional::Positional
+        + Send
+        + Unpin
 {
+}
+
+/// Refuses a statement whose columns are not `T`'s (and the list's length after them, when
+/// `counted`): a record reads its fields by position.
+fn columns_are<T: Record>(
+    statement: &rusqlite::Statement<'_>,
+    counted: bool,
+) -> Result<(), sqlx::Error> {
+    let total_follows = !counted
+        || statement
+            .column_name(T::WIDTH)
+            .is_ok_and(|name| name == TOTAL);
+    match positional::names_match::<T>(statement, 0) && total_follows {
+        true => Ok(()),
+        false => Err(sqlx::Error::Protocol(format!(
+            "the statement's columns are not those of a {}",
+            std::any::type_name::<T>()
+        ))),
+    }
+}
+
+/// A page's records and the list's length read by position from an SQLite file's rows
+/// ([`crate::pool::Pool::sqlite_rows`]), or `None` when it must be read from `AnyRow`s.
+async fn sqlite_page<T: Record>(
+    pool: &crate::pool::Pool,
+    sql: &sql::Sql,
+    counted: bool,
+) -> Result<Option<(Vec<T>, Option<i64>)>, sqlx::Error> {
+    let mut total = None;
+    let read = pool
+        .sqlite_rows(
+            sql.text(),
+            &sql.sqlite_values(),
+            |statement| columns_are::<T>(statement, counted),
+            |row| {
+                if counted && total.is_none() {
+                    total = Some(positional::column(row, T::WIDTH)?);
+                }
+                T::read(row, 0)
+            },
+        )
+        .await?;
+    Ok(read.map(|records| (records, total)))
 }
 
 /// A page's records, and the list's length from its first row when it was counted with them

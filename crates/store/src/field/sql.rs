@@ -1,6 +1,7 @@
 //! Statements assembled at run time (filters, `IN` lists, pages) with numbered placeholders,
 //! which both dialects accept, and every value bound, never spliced into the text.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use sqlx::any::{AnyArguments, AnyRow};
@@ -8,6 +9,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::query::{Query, QueryAs};
 use sqlx::Arguments;
 use sqlx::{Any, FromRow};
+use sqlx_core::any::{AnyTypeInfoKind, AnyValueKind};
 
 #[derive(Clone, Debug)]
 pub(crate) enum Value {
@@ -121,6 +123,20 @@ impl Sql {
             .map_err(sqlx::Error::Encode)?;
         }
         Ok(arguments)
+    }
+
+    /// The values as the inline SQLite connection binds them
+    /// ([`crate::pool::Pool::sqlite_rows`]), borrowed.
+    pub(crate) fn sqlite_values(&self) -> Vec<AnyValueKind<'_>> {
+        self.values
+            .iter()
+            .map(|value| match value {
+                Value::Text(Some(text)) => AnyValueKind::Text(Cow::Borrowed(text)),
+                Value::Text(None) => AnyValueKind::Null(AnyTypeInfoKind::Text),
+                Value::Int(Some(int)) => AnyValueKind::BigInt(*int),
+                Value::Int(None) => AnyValueKind::Null(AnyTypeInfoKind::BigInt),
+            })
+            .collect()
     }
 
     /// The statement's rows as they come, for rows that hold more than one record.

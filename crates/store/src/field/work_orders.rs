@@ -1,6 +1,7 @@
 //! Work orders: what a customer asked for, at which property, under which contract.
 
 use super::page::{Order, Page, PageRequest, SortKey};
+use super::positional::positional;
 use super::sql::Sql;
 use super::{Listed, OrgStore, WorkOrderStatus};
 use crate::error::{Entity, StoreError};
@@ -36,6 +37,22 @@ pub struct WorkOrder {
     pub created_at: UnixTime,
     pub updated_at: UnixTime,
 }
+
+positional!(WorkOrder {
+    work_order_id,
+    number,
+    customer_id,
+    property_id,
+    description,
+    status,
+    contract_terms,
+    contract_value_cents,
+    contract_currency,
+    contract_starts_on,
+    contract_ends_on,
+    created_at,
+    updated_at,
+});
 
 const WORK_ORDER_COLUMNS: &str = "work_order_id, number, customer_id, property_id, description, \
     status, contract_terms, contract_value_cents, contract_currency, contract_starts_on, \
