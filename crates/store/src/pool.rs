@@ -403,8 +403,7 @@ impl Pool {
     }
 
     /// A statement's rows on an inline SQLite connection, each decoded by `decode` straight
-    /// from SQLite's values once `columns` has accepted the statement's columns
-    /// ([`InlineSqlite::read_rows`]): converting each row into an `AnyRow` and decoding that
+    /// from SQLite's values ([`InlineSqlite::read_rows`]): converting each row into an `AnyRow` and decoding that
     /// by name was a sixth of an uncached API query's CPU (docs/performance.md). `Ok(None)`
     /// when the pool's connections are not inline, or when the statement needs a lock
     /// another process holds: the caller then runs it through sqlx's executor, which waits.
@@ -412,7 +411,6 @@ impl Pool {
         &self,
         sql: &str,
         values: &[AnyValueKind<'_>],
-        columns: impl FnOnce(&rusqlite::Statement<'_>) -> Result<(), sqlx::Error>,
         decode: impl FnMut(&rusqlite::Row<'_>) -> Result<T, sqlx::Error>,
     ) -> Result<Option<Vec<T>>, sqlx::Error> {
         if !matches!(self.shared.connector, Connector::Inline { .. }) {
@@ -420,7 +418,7 @@ impl Pool {
         }
         let mut conn = self.acquire().await?;
         let read = match &mut *conn {
-            Conn::Inline(inline) => inline.read_rows(sql, values, columns, decode),
+            Conn::Inline(inline) => inline.read_rows(sql, values, decode),
             _ => Ok(None),
         };
         conn.settle_after(&read);

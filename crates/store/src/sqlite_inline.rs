@@ -198,8 +198,7 @@ impl InlineSqlite {
     }
 
     /// Runs one statement and decodes each of its rows with `decode`, straight from SQLite's
-    /// values, once `columns` has accepted the statement's columns at its first row: for
-    /// readers that know their columns' positions (the field records,
+    /// values: for readers that know their columns' positions (the field records,
     /// `field/positional.rs`), without an `AnyRow` per row. `Ok(None)` when the statement
     /// needs a lock another process holds: nothing is kept of it, and the caller runs it the
     /// general way, which waits for the lock.
@@ -207,7 +206,6 @@ impl InlineSqlite {
         &mut self,
         sql: &str,
         values: &[AnyValueKind<'_>],
-        columns: impl FnOnce(&Statement<'_>) -> Result<(), sqlx::Error>,
         mut decode: impl FnMut(&rusqlite::Row<'_>) -> Result<T, sqlx::Error>,
     ) -> Result<Option<Vec<T>>, sqlx::Error> {
         if self.split(sql).len() != 1 {
@@ -216,18 +214,12 @@ impl InlineSqlite {
             ));
         }
         let mut logger = QueryLogger::new(sql, self.log.clone());
-        let read = || -> Result<Vec<T>, Failed> {
+        let mut read = || -> Result<Vec<T>, Failed> {
             let mut statement = self.conn.prepare_cached(sql)?;
             bind(&mut statement, values, 0)?;
             let mut rows = statement.raw_query();
             let mut found = Vec::new();
-            let mut columns = Some(columns);
             while let Some(row) = rows.next()? {
-                // At the first row, as `run_one` describes them: a kept statement whose
-                // table changed is prepared again by its first step.
-                if let Some(columns) = columns.take() {
-                    columns(row.as_ref())?;
-                }
                 logger.increment_rows_returned();
                 found.push(decode(row)?);
             }

@@ -28,11 +28,12 @@ macro_rules! stored_enum {
             }
         }
 
-        impl rusqlite::types::FromSql for $name {
-            fn column_result(
-                value: rusqlite::types::ValueRef<'_>,
-            ) -> rusqlite::types::FromSqlResult<$name> {
-                super::positional::stored_word(value)
+        impl super::positional::Column for $name {
+            fn read(
+                row: &impl super::positional::Columns,
+                index: usize,
+            ) -> Result<$name, sqlx::Error> {
+                super::positional::stored_word(row, index)
             }
         }
 

@@ -110,7 +110,7 @@ impl super::positional::Positional for Staffed {
         ]);
     }
 
-    fn read(row: &rusqlite::Row<'_>, at: usize) -> Result<Self, sqlx::Error> {
+    fn read(row: &impl super::positional::Columns, at: usize) -> Result<Self, sqlx::Error> {
         use super::positional::column;
         let assignment = Assignment {
             job_id: column(row, at)?,

@@ -29,7 +29,6 @@ use crate::error::{Entity, StoreError};
 use crate::tenant::TenantStore;
 use sql::IN_LIST_CHUNK;
 use sqlx::any::AnyRow;
-use sqlx::postgres::PgRow;
 
 /// The field-service records of one organization of one tenant.
 #[derive(Clone, Copy, Debug)]
@@ -92,17 +91,9 @@ impl<'a> OrgStore<'a> {
         let mut sql = filtered.prepend(&select);
         page::page_clause(&mut sql, *order, page)?;
         let pool = self.tenant.pool();
-        let (rows, total) = match pool.is_postgres() {
-            true => {
-                let rows = pool
-                    .postgres_rows(sql.text(), sql.postgres_arguments()?)
-                    .await?;
-                decoded(&rows, counted.is_some())?
-            }
-            false => match sqlite_page(pool, &sql, counted.is_some()).await? {
-                Some(page) => page,
-                None => decoded(&sql.query().fetch_all(pool).await?, counted.is_some())?,
-            },
+        let (rows, total) = match by_position(pool, &sql, counted.is_some()).await? {
+            Some(page) => page,
+            None => decoded(&sql.query().fetch_all(pool).await?, counted.is_some())?,
         };
         let total = match (counted, total) {
             (Some(filtered), None) => {
@@ -121,27 +112,11 @@ impl<'a> OrgStore<'a> {
         Ok(count)
     }
 
-    /// A statement's records: from sqlx's own rows on PostgreSQL (without their conversion
-    /// into `AnyRow`s, [`crate::pool::Pool::postgres_rows`]), by column position from an
-    /// SQLite file's ([`positional`]), from `AnyRow`s otherwise.
+    /// A statement's records, read by position ([`by_position`]) or from `AnyRow`s.
     async fn records<T: Record>(&self, sql: &sql::Sql) -> Result<Vec<T>, StoreError> {
         let pool = self.tenant.pool();
-        if pool.is_postgres() {
-            let rows = pool
-                .postgres_rows(sql.text(), sql.postgres_arguments()?)
-                .await?;
-            return Ok(rows.iter().map(T::from_row).collect::<Result<_, _>>()?);
-        }
-        let read = pool
-            .sqlite_rows(
-                sql.text(),
-                &sql.sqlite_values(),
-                |statement| columns_are::<T>(statement, false),
-                |row| T::read(row, 0),
-            )
-            .await?;
-        match read {
-            Some(records) => Ok(records),
+        match by_position(pool, sql, false).await? {
+            Some((records, _)) => Ok(records),
             None => Ok(sql.query_as::<T>().fetch_all(pool).await?),
         }
     }
@@ -225,70 +200,81 @@ impl<'a> OrgStore<'a> {
     }
 }
 
-/// A record the field reads decode: by column position from an SQLite file's rows
-/// ([`positional`]), from sqlx's `PgRow`s on PostgreSQL, from `AnyRow`s otherwise (SQLite in
-/// memory, or a read that waits for another process's lock). Every record's derived
-/// `FromRow` is generic over the row, and the field tables' integers are all `BIGINT`, so
-/// one decoder serves both of sqlx's.
+/// A record the field reads decode: by column position from sqlx's PostgreSQL rows and an
+/// SQLite file's ([`positional`]), from `AnyRow`s by name otherwise (SQLite in memory, or a
+/// read that waits for another process's lock).
 pub(crate) trait Record:
-    for<'r> sqlx::FromRow<'r, AnyRow>
-    + for<'r> sqlx::FromRow<'r, PgRow>
-    + positional::Positional
-    + Send
-    + Unpin
+    for<'r> sqlx::FromRow<'r, AnyRow> + positional::Positional + Send + Unpin
 {
 }
 
 impl<T> Record for T where
-    T: for<'r> sqlx::FromRow<'r, AnyRow>
-        + for<'r> sqlx::FromRow<'r, PgRow>
-        + positional::Positional
-        + Send
-        + Unpin
+    T: for<'r> sqlx::FromRow<'r, AnyRow> + positional::Positional + Send + Unpin
 {
 }
 
-/// Refuses a statement whose columns are not `T`'s (and the list's length after them, when
-/// `counted`): a record reads its fields by position.
-fn columns_are<T: Record>(
-    statement: &rusqlite::Statement<'_>,
-    counted: bool,
-) -> Result<(), sqlx::Error> {
-    let total_follows = !counted
-        || statement
-            .column_name(T::WIDTH)
-            .is_ok_and(|name| name == TOTAL);
-    match positional::names_match::<T>(statement, 0) && total_follows {
-        true => Ok(()),
-        false => Err(sqlx::Error::Protocol(format!(
-            "the statement's columns are not those of a {}",
-            std::any::type_name::<T>()
-        ))),
-    }
-}
-
-/// A page's records and the list's length read by position from an SQLite file's rows
-/// ([`crate::pool::Pool::sqlite_rows`]), or `None` when it must be read from `AnyRow`s.
-async fn sqlite_page<T: Record>(
+/// A statement's records and, when `counted`, the list's length after their columns, read
+/// by position: from sqlx's own PostgreSQL rows (not converted into `AnyRow`s,
+/// [`crate::pool::Pool::postgres_rows`]) or straight from an SQLite file's
+/// ([`crate::pool::Pool::sqlite_rows`]). `None` when they must be read from `AnyRow`s.
+async fn by_position<T: Record>(
     pool: &crate::pool::Pool,
     sql: &sql::Sql,
     counted: bool,
 ) -> Result<Option<(Vec<T>, Option<i64>)>, sqlx::Error> {
-    let mut total = None;
-    let read = pool
-        .sqlite_rows(
-            sql.text(),
-            &sql.sqlite_values(),
-            |statement| columns_are::<T>(statement, counted),
-            |row| {
-                if counted && total.is_none() {
-                    total = Some(positional::column(row, T::WIDTH)?);
-                }
-                T::read(row, 0)
-            },
-        )
-        .await?;
-    Ok(read.map(|records| (records, total)))
+    let mut reader = Reader::<T>::new(counted);
+    let records = match pool.is_postgres() {
+        true => {
+            let rows = pool
+                .postgres_rows(sql.text(), sql.postgres_arguments()?)
+                .await?;
+            let records = rows.iter().map(|row| reader.read(row));
+            Some(records.collect::<Result<_, _>>()?)
+        }
+        false => {
+            let values = sql.sqlite_values();
+            let read = |row: &rusqlite::Row<'_>| reader.read(row);
+            pool.sqlite_rows(sql.text(), &values, read).await?
+        }
+    };
+    Ok(records.map(|records| (records, reader.total)))
+}
+
+/// Reads a statement's rows as `T`s by position, its columns checked against `T`'s at the
+/// first row (and the list's length read there, when it was counted).
+struct Reader<T> {
+    counted: bool,
+    checked: bool,
+    total: Option<i64>,
+    record: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Record> Reader<T> {
+    fn new(counted: bool) -> Reader<T> {
+        Reader {
+            counted,
+            checked: false,
+            total: None,
+            record: std::marker::PhantomData,
+        }
+    }
+
+    fn read(&mut self, row: &impl positional::Columns) -> Result<T, sqlx::Error> {
+        if !self.checked {
+            let total_follows = !self.counted || row.column_name(T::WIDTH) == Some(TOTAL);
+            if !(positional::names_match::<T>(row, 0) && total_follows) {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the statement's columns are not those of a {}",
+                    std::any::type_name::<T>()
+                )));
+            }
+            if self.counted {
+                self.total = Some(positional::column(row, T::WIDTH)?);
+            }
+            self.checked = true;
+        }
+        T::read(row, 0)
+    }
 }
 
 /// A page's records, and the list's length from its first row when it was counted with them

@@ -1,16 +1,30 @@
-//! Field records read straight from SQLite's values, by column position.
+//! Field records read straight from a row's values, by column position.
 //!
-//! sqlx decodes a record by its columns' names from an `AnyRow`, which the inline
-//! connection would build for each row: a copy of every value and of the statement's column
-//! list, then a lookup of each name. That was a sixth of an uncached API query's CPU on
-//! SQLite (docs/performance.md). The field reads know their columns' order (each record's
-//! column list), so each record here reads its fields in that order from SQLite's row, with
-//! rusqlite's conversions. The names are still checked, once per statement at its first row
-//! ([`names_match`]), so a column list out of step with its record is an error, not a
-//! field filled from another column.
+//! sqlx decodes a record by its columns' names: from an `AnyRow`, which the inline SQLite
+//! connection would build for each row (a copy of every value and of the statement's column
+//! list), or from a `PgRow`, looking up each name. That was a sixth of an uncached API
+//! query's CPU on SQLite (docs/performance.md). The field reads know their columns' order
+//! (each record's column list), so each record here reads its fields in that order, from
+//! SQLite's row (rusqlite's) or PostgreSQL's (sqlx's). The names are still checked, once per
+//! statement at its first row ([`names_match`]), so a column list out of step with its
+//! record is an error, not a field filled from another column.
 
-use rusqlite::types::{FromSql, FromSqlError};
-use rusqlite::Row;
+use sqlx::error::UnexpectedNullError;
+use sqlx::postgres::PgRow;
+use sqlx::{Decode, Postgres, Row as _, Type, TypeInfo as _, ValueRef as _};
+
+/// A row whose columns are read by position: SQLite's or PostgreSQL's.
+pub(crate) trait Columns {
+    fn column_count(&self) -> usize;
+
+    fn column_name(&self, index: usize) -> Option<&str>;
+
+    /// A text column's value; `None` for NULL.
+    fn text(&self, index: usize) -> Result<Option<&str>, sqlx::Error>;
+
+    /// An integer column's value; `None` for NULL.
+    fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error>;
+}
 
 /// A record read from the columns of a row from a position on.
 pub(crate) trait Positional: Sized {
@@ -22,50 +36,160 @@ pub(crate) trait Positional: Sized {
     fn names(names: &mut Vec<&'static str>);
 
     /// The record from the row's columns `at..at + WIDTH`.
-    fn read(row: &Row<'_>, at: usize) -> Result<Self, sqlx::Error>;
+    fn read(row: &impl Columns, at: usize) -> Result<Self, sqlx::Error>;
 }
 
-/// One column's value as `T`, refused as sqlx refuses a value it cannot decode.
-pub(crate) fn column<T: FromSql>(row: &Row<'_>, index: usize) -> Result<T, sqlx::Error> {
-    row.get(index).map_err(|error| match error {
-        rusqlite::Error::FromSqlConversionFailure(_, _, source) => sqlx::Error::ColumnDecode {
-            index: index.to_string(),
-            source,
-        },
-        rusqlite::Error::InvalidColumnType(_, name, kind) => sqlx::Error::ColumnDecode {
-            index: index.to_string(),
-            source: format!("column {name:?} holds {kind}, not the record's type").into(),
-        },
-        rusqlite::Error::IntegralValueOutOfRange(_, _) => sqlx::Error::ColumnDecode {
-            index: index.to_string(),
-            source: "an integer out of the field's range".into(),
-        },
-        rusqlite::Error::InvalidColumnIndex(_) => sqlx::Error::ColumnIndexOutOfBounds {
-            index,
-            len: row.as_ref().column_count(),
-        },
-        other => sqlx::Error::Decode(Box::new(other)),
-    })
+/// A field's value from one column.
+pub(crate) trait Column: Sized {
+    fn read(row: &impl Columns, index: usize) -> Result<Self, sqlx::Error>;
 }
 
-/// Whether the statement has the record's columns from `at` on, by name.
-pub(crate) fn names_match<T: Positional>(statement: &rusqlite::Statement<'_>, at: usize) -> bool {
-    let mut names = Vec::with_capacity(T::WIDTH);
-    T::names(&mut names);
-    statement.column_count() >= at + T::WIDTH
-        && names
-            .iter()
-            .enumerate()
-            .all(|(i, name)| statement.column_name(at + i).is_ok_and(|c| c == *name))
+/// One column's value as `T`.
+pub(crate) fn column<T: Column>(row: &impl Columns, index: usize) -> Result<T, sqlx::Error> {
+    T::read(row, index)
 }
 
-/// A stored word read as its enum (`TryFrom<String>`), for [`FromSql`].
-pub(crate) fn stored_word<T, E>(value: rusqlite::types::ValueRef<'_>) -> Result<T, FromSqlError>
+impl Column for Option<String> {
+    fn read(row: &impl Columns, index: usize) -> Result<Self, sqlx::Error> {
+        Ok(row.text(index)?.map(str::to_owned))
+    }
+}
+
+impl Column for String {
+    fn read(row: &impl Columns, index: usize) -> Result<Self, sqlx::Error> {
+        Option::<String>::read(row, index)?.ok_or_else(|| unexpected_null(index))
+    }
+}
+
+impl Column for Option<i64> {
+    fn read(row: &impl Columns, index: usize) -> Result<Self, sqlx::Error> {
+        row.int(index)
+    }
+}
+
+impl Column for i64 {
+    fn read(row: &impl Columns, index: usize) -> Result<Self, sqlx::Error> {
+        row.int(index)?.ok_or_else(|| unexpected_null(index))
+    }
+}
+
+/// A stored word read as its enum (`TryFrom<String>`).
+pub(crate) fn stored_word<T, E>(row: &impl Columns, index: usize) -> Result<T, sqlx::Error>
 where
     T: TryFrom<String, Error = E>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    T::try_from(value.as_str()?.to_owned()).map_err(|error| FromSqlError::Other(Box::new(error)))
+    T::try_from(String::read(row, index)?).map_err(|error| decode_error(index, error))
+}
+
+/// Whether the row has the record's columns from `at` on, by name.
+pub(crate) fn names_match<T: Positional>(row: &impl Columns, at: usize) -> bool {
+    let mut names = Vec::with_capacity(T::WIDTH);
+    T::names(&mut names);
+    row.column_count() >= at + T::WIDTH
+        && names
+            .iter()
+            .enumerate()
+            .all(|(i, name)| row.column_name(at + i) == Some(*name))
+}
+
+fn decode_error(
+    index: usize,
+    source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: index.to_string(),
+        source: source.into(),
+    }
+}
+
+fn unexpected_null(index: usize) -> sqlx::Error {
+    decode_error(index, UnexpectedNullError)
+}
+
+fn out_of_bounds(index: usize, len: usize) -> sqlx::Error {
+    sqlx::Error::ColumnIndexOutOfBounds { index, len }
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn column_count(&self) -> usize {
+        self.as_ref().column_count()
+    }
+
+    fn column_name(&self, index: usize) -> Option<&str> {
+        self.as_ref().column_name(index).ok()
+    }
+
+    fn text(&self, index: usize) -> Result<Option<&str>, sqlx::Error> {
+        use rusqlite::types::ValueRef;
+        match self.get_ref(index) {
+            Ok(ValueRef::Null) => Ok(None),
+            Ok(ValueRef::Text(bytes)) => std::str::from_utf8(bytes)
+                .map(Some)
+                .map_err(|error| decode_error(index, error)),
+            Ok(other) => Err(decode_error(
+                index,
+                format!("the column holds {}, not text", other.data_type()),
+            )),
+            Err(_) => Err(out_of_bounds(index, Columns::column_count(self))),
+        }
+    }
+
+    fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
+        use rusqlite::types::ValueRef;
+        match self.get_ref(index) {
+            Ok(ValueRef::Null) => Ok(None),
+            Ok(ValueRef::Integer(int)) => Ok(Some(int)),
+            Ok(other) => Err(decode_error(
+                index,
+                format!("the column holds {}, not an integer", other.data_type()),
+            )),
+            Err(_) => Err(out_of_bounds(index, Columns::column_count(self))),
+        }
+    }
+}
+
+impl Columns for PgRow {
+    fn column_count(&self) -> usize {
+        self.len()
+    }
+
+    fn column_name(&self, index: usize) -> Option<&str> {
+        use sqlx::Column as _;
+        self.columns().get(index).map(|column| column.name())
+    }
+
+    fn text(&self, index: usize) -> Result<Option<&str>, sqlx::Error> {
+        pg_value::<&str>(self, index)
+    }
+
+    fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
+        pg_value::<i64>(self, index)
+    }
+}
+
+/// A PostgreSQL value as `T`, its type checked first as sqlx's `try_get` checks it (a value
+/// of another type would decode to nonsense from its binary form).
+fn pg_value<'r, T>(row: &'r PgRow, index: usize) -> Result<Option<T>, sqlx::Error>
+where
+    T: Decode<'r, Postgres> + Type<Postgres>,
+{
+    let value = row.try_get_raw(index)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    let kind = value.type_info();
+    if !T::compatible(&kind) {
+        let message = format!(
+            "the column holds {}, not {}",
+            kind.name(),
+            T::type_info().name()
+        );
+        return Err(decode_error(index, message));
+    }
+    T::decode(value)
+        .map(Some)
+        .map_err(|error| decode_error(index, error))
 }
 
 /// `Positional` for a record whose fields are its columns in order: `field` reads the column
@@ -81,7 +205,10 @@ macro_rules! positional {
 
             // The last field's step past its column is not read.
             #[allow(unused_assignments)]
-            fn read(row: &rusqlite::Row<'_>, at: usize) -> Result<Self, sqlx::Error> {
+            fn read(
+                row: &impl $crate::field::positional::Columns,
+                at: usize,
+            ) -> Result<Self, sqlx::Error> {
                 let mut at = at;
                 // Fields are evaluated in the order written, which is the columns' order.
                 Ok($record {
@@ -117,7 +244,7 @@ impl Positional for (i64,) {
 
     fn names(_: &mut Vec<&'static str>) {}
 
-    fn read(row: &Row<'_>, at: usize) -> Result<Self, sqlx::Error> {
+    fn read(row: &impl Columns, at: usize) -> Result<Self, sqlx::Error> {
         Ok((column(row, at)?,))
     }
 }
@@ -126,6 +253,7 @@ impl Positional for (i64,) {
 mod tests {
     use super::*;
     use crate::field::{Employee, EmployeeRole};
+    use sqlx::postgres::PgRow;
 
     const EMPLOYEE: &str = "CREATE TABLE employees (employee_id TEXT, name TEXT, role TEXT, \
         email TEXT, phone TEXT, created_at BIGINT); \
@@ -133,12 +261,12 @@ mod tests {
 
     fn read_all<T: Positional>(conn: &rusqlite::Connection, sql: &str) -> Result<Vec<T>, String> {
         let mut statement = conn.prepare(sql).map_err(|e| e.to_string())?;
-        if !names_match::<T>(&statement, 0) {
-            return Err("columns".to_owned());
-        }
         let mut rows = statement.raw_query();
         let mut found = Vec::new();
         while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+            if found.is_empty() && !names_match::<T>(row, 0) {
+                return Err("columns".to_owned());
+            }
             found.push(T::read(row, 0).map_err(|e| e.to_string())?);
         }
         Ok(found)
@@ -201,5 +329,63 @@ mod tests {
             error.contains("column 2") && error.contains("CHIEF"),
             "{error}"
         );
+    }
+
+    /// PostgreSQL's values come in their binary form, so a value of another type must be
+    /// refused by its type, not decoded: eight bytes of text would make an integer.
+    #[tokio::test]
+    async fn a_postgres_row_is_read_by_position_and_each_type_checked() {
+        use sqlx::Connection as _;
+        let Some(db) = crate::testing::TestDatabase::postgres().await else {
+            return;
+        };
+        let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        let select = |created_at: &str, role: &str| {
+            format!(
+                "SELECT 'e1'::text AS employee_id, 'Ada'::text AS name, {role} AS role, \
+                 NULL::text AS email, '555'::text AS phone, {created_at} AS created_at"
+            )
+        };
+        let read = |rows: Vec<PgRow>| -> Result<Vec<Employee>, String> {
+            if !rows
+                .first()
+                .is_some_and(|row| names_match::<Employee>(row, 0))
+            {
+                return Err("columns".to_owned());
+            }
+            let read = rows.iter().map(|row| Employee::read(row, 0));
+            read.collect::<Result<_, _>>().map_err(|e| e.to_string())
+        };
+        let sql = select("7::bigint", "'DISPATCHER'");
+        let employees = read(sqlx::query(&sql).fetch_all(&mut conn).await.unwrap());
+        assert_eq!(
+            employees.unwrap(),
+            [Employee {
+                employee_id: "e1".into(),
+                name: "Ada".into(),
+                role: EmployeeRole::Dispatcher,
+                email: None,
+                phone: Some("555".into()),
+                created_at: 7,
+            }]
+        );
+        for (created_at, role, refused) in [
+            ("'12345678'::text", "'DISPATCHER'", "column 5"),
+            ("7::integer", "'DISPATCHER'", "column 5"),
+            ("7::bigint", "42::bigint", "column 2"),
+        ] {
+            let sql = select(created_at, role);
+            let rows = sqlx::query(&sql).fetch_all(&mut conn).await.unwrap();
+            let error = read(rows).unwrap_err();
+            assert!(error.contains(refused), "{created_at} {role}: {error}");
+        }
+        let swapped = "SELECT 'e1'::text AS employee_id, 'DISPATCHER'::text AS role, \
+                       'Ada'::text AS name, NULL::text AS email, NULL::text AS phone, \
+                       7::bigint AS created_at";
+        let rows = sqlx::query(swapped).fetch_all(&mut conn).await.unwrap();
+        let error = read(rows).unwrap_err();
+        assert_eq!(error, "columns");
+        conn.close().await.unwrap();
+        drop(db);
     }
 }
