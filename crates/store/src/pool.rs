@@ -17,7 +17,8 @@
 //! (`sqlite_inline.rs`); PostgreSQL's, and an SQLite database that is not a plain file, are
 //! sqlx's. PostgreSQL's are sqlx's driver itself rather than its `Any` wrapper: the store's
 //! statements reach it through `Any` as before, and the field reads of the API take its rows
-//! as they come ([`Pool::postgres_rows`]), without the conversion of each into an `AnyRow`.
+//! as they come ([`Pool::postgres_rows`]), without the conversion of each into an `AnyRow`;
+//! on an inline SQLite file they take SQLite's rows as they come ([`Pool::sqlite_rows`]).
 
 use std::fmt;
 use std::future::Future;
@@ -403,10 +404,11 @@ impl Pool {
     }
 
     /// A statement's rows on an inline SQLite connection, each decoded by `decode` straight
-    /// from SQLite's values ([`InlineSqlite::read_rows`]): converting each row into an `AnyRow` and decoding that
-    /// by name was a sixth of an uncached API query's CPU (docs/performance.md). `Ok(None)`
-    /// when the pool's connections are not inline, or when the statement needs a lock
-    /// another process holds: the caller then runs it through sqlx's executor, which waits.
+    /// from SQLite's values ([`InlineSqlite::read_rows`]): converting each row into an
+    /// `AnyRow` and decoding that by name was a sixth of an uncached API query's CPU
+    /// (docs/performance.md). `Ok(None)` when the pool's connections are not inline, or when
+    /// the statement needs a lock another process holds: the caller then runs it through
+    /// sqlx's executor, which waits for it.
     pub(crate) async fn sqlite_rows<T>(
         &self,
         sql: &str,
