@@ -2,12 +2,14 @@
 
 use std::sync::Arc;
 
+use async_graphql::ValidationMode;
 use jose::Clock;
 use store::Store;
 
 use crate::cache::ResponseCache;
 use crate::error::ApiError;
 use crate::keys::RemoteKeys;
+use crate::known_documents::KnownDocuments;
 use crate::schema::{build_schema, ApiSchema};
 use crate::verified::VerifiedTokens;
 
@@ -28,6 +30,9 @@ pub struct ApiState {
     pub keys: RemoteKeys,
     pub clock: Arc<dyn Clock>,
     pub schema: ApiSchema,
+    /// The same schema checking only limits, for requests `known` passed in full before.
+    pub checked_schema: ApiSchema,
+    pub known: Arc<KnownDocuments>,
     pub cache: ResponseCache,
     /// Tokens whose signature this node checked already.
     pub verified: VerifiedTokens,
@@ -50,7 +55,8 @@ impl ApiState {
     ) -> Result<ApiState, ApiError> {
         let jwks_url = format!("{}/oauth/jwks", config.issuer.trim_end_matches('/'));
         let keys = RemoteKeys::new(jwks_url)?;
-        let schema = build_schema(store.clone(), clock.clone());
+        let schema = build_schema(store.clone(), clock.clone(), ValidationMode::Strict);
+        let checked_schema = build_schema(store.clone(), clock.clone(), ValidationMode::Fast);
         let cache = ResponseCache::new(config.response_cache_bytes);
         Ok(ApiState {
             config: Arc::new(config),
@@ -58,6 +64,8 @@ impl ApiState {
             keys,
             clock,
             schema,
+            checked_schema,
+            known: Arc::default(),
             cache,
             verified: VerifiedTokens::default(),
         })

@@ -48,13 +48,19 @@ pub struct Mutation(
 );
 
 /// No extension: records answer their plain fields without a future each (`plain`), which
-/// an extension would expect to see resolved one by one.
-pub fn build_schema(store: Store, clock: Arc<dyn Clock>) -> ApiSchema {
+/// an extension would expect to see resolved one by one. `validation` is `Strict` but for
+/// the requests [`crate::known_documents`] knows valid.
+pub fn build_schema(
+    store: Store,
+    clock: Arc<dyn Clock>,
+    validation: async_graphql::ValidationMode,
+) -> ApiSchema {
     Schema::build(Query::default(), Mutation::default(), EmptySubscription)
         .data(store)
         .data(clock)
         .limit_depth(MAX_DEPTH)
         .limit_complexity(MAX_COMPLEXITY)
+        .validation_mode(validation)
         .finish()
 }
 

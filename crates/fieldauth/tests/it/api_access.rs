@@ -118,6 +118,32 @@ async fn the_repository_schema_is_what_the_binary_prints() {
     }
 }
 
+/// A request without variables that ran once runs after that without async-graphql's full
+/// validation (`api::known_documents`): the same request answers the same, and what the full
+/// validation refuses (a document that never ran clean, or the same document with variables
+/// of the wrong type) is still refused before it runs, as a request error without a `path`
+/// (GraphQL, "Validation" and "Response": a field error has one, a request error none).
+#[tokio::test]
+async fn validation_is_kept_only_for_requests_that_ran_clean_without_variables() {
+    let app = TestApp::spawn(TestDatabase::sqlite()).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    let query = "query Page($n: Int) { jobs(first: $n) { totalCount } viewer { subject } }";
+    let first = gql(&app, &token, query, json!({})).await;
+    assert!(first.get("errors").is_none(), "{first:#}");
+    assert_eq!(gql(&app, &token, query, json!({})).await, first);
+    let request_error = |body: &Value| {
+        let errors = body["errors"].as_array().cloned().unwrap_or_default();
+        assert_eq!(errors.len(), 1, "{body:#}");
+        assert!(errors[0].get("path").is_none(), "{body:#}");
+        assert!(body.get("data").is_none_or(Value::is_null), "{body:#}");
+    };
+    for _ in 0..2 {
+        request_error(&gql(&app, &token, query, json!({ "n": "twenty" })).await);
+        request_error(&gql(&app, &token, "{ viewer { nosuchfield } }", json!({})).await);
+    }
+}
+
 #[tokio::test]
 async fn oversized_deep_or_malformed_requests_are_refused() {
     let app = TestApp::spawn(TestDatabase::sqlite()).await;
