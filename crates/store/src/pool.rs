@@ -423,7 +423,10 @@ impl Pool {
             Conn::Inline(inline) => inline.read_rows(sql, values, decode),
             _ => Ok(None),
         };
-        conn.settle_after(&read);
+        // Whatever it returned, the statement was reset as it returned (its rows dropped)
+        // and nothing else was open on the connection: it goes back to the pool, its page
+        // cache with it, even after a row that did not decode.
+        conn.settle();
         read
     }
 
