@@ -259,6 +259,18 @@ mod tests {
         email TEXT, phone TEXT, created_at BIGINT); \
         INSERT INTO employees VALUES ('e1', 'Ada', 'DISPATCHER', NULL, '555', 7)";
 
+    /// The one employee both tables' rows hold.
+    fn ada() -> Employee {
+        Employee {
+            employee_id: "e1".into(),
+            name: "Ada".into(),
+            role: EmployeeRole::Dispatcher,
+            email: None,
+            phone: Some("555".into()),
+            created_at: 7,
+        }
+    }
+
     fn read_all<T: Positional>(conn: &rusqlite::Connection, sql: &str) -> Result<Vec<T>, String> {
         let mut statement = conn.prepare(sql).map_err(|e| e.to_string())?;
         let mut rows = statement.raw_query();
@@ -281,17 +293,7 @@ mod tests {
             "SELECT employee_id, name, role, email, phone, created_at FROM employees",
         )
         .unwrap();
-        assert_eq!(
-            read,
-            [Employee {
-                employee_id: "e1".into(),
-                name: "Ada".into(),
-                role: EmployeeRole::Dispatcher,
-                email: None,
-                phone: Some("555".into()),
-                created_at: 7,
-            }]
-        );
+        assert_eq!(read, [ada()]);
     }
 
     #[test]
@@ -358,17 +360,7 @@ mod tests {
         };
         let sql = select("7::bigint", "'DISPATCHER'");
         let employees = read(sqlx::query(&sql).fetch_all(&mut conn).await.unwrap());
-        assert_eq!(
-            employees.unwrap(),
-            [Employee {
-                employee_id: "e1".into(),
-                name: "Ada".into(),
-                role: EmployeeRole::Dispatcher,
-                email: None,
-                phone: Some("555".into()),
-                created_at: 7,
-            }]
-        );
+        assert_eq!(employees.unwrap(), [ada()]);
         for (created_at, role, refused) in [
             ("'12345678'::text", "'DISPATCHER'", "column 5"),
             ("7::integer", "'DISPATCHER'", "column 5"),
