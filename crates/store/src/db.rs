@@ -76,6 +76,8 @@ pub(crate) struct Database {
     /// other connections, nor change what their page caches hold.
     checkpointer: Arc<tokio::sync::Mutex<Option<AnyConnection>>>,
     options: AnyConnectOptions,
+    /// An SQLite database's file (none in memory), flushed ahead of a log's restart.
+    file: Option<std::path::PathBuf>,
 }
 
 /// Where each tenant lives: shard names with their database URLs, and the tenants placed on
@@ -279,8 +281,9 @@ impl Store {
     /// next checkpoint, and `None` says so. Also returns how long it held the turn.
     ///
     /// Everything it can do without the turn comes first: a PASSIVE checkpoint of what was
-    /// written since the one that found the log long, so that little is left to copy while
-    /// writers wait. Both run on the checkpoints' own connection, so the pool's connection
+    /// written since the one that found the log long, then a flush of the database file
+    /// (`sqlite_sync.rs`), so that little is left to copy and to sync while writers wait.
+    /// The checkpoints run on the checkpoints' own connection, so the pool's connection
     /// keeps its page cache and readers go on meanwhile.
     async fn restart_log(
         &self,
@@ -288,6 +291,7 @@ impl Store {
     ) -> Result<(Option<(u64, u64)>, Duration), StoreError> {
         self.count_statement();
         database.checkpoint_log(Mode::Passive).await?;
+        database.sync_file().await?;
         let turn = database.writer.lock().await;
         let held = std::time::Instant::now();
         self.count_statement();
@@ -443,7 +447,20 @@ impl Database {
             writer: Arc::default(),
             checkpointer: Arc::default(),
             options,
+            file: sqlite_file(url, backend),
         })
+    }
+
+    /// Flushes an SQLite database's file: what the PASSIVE checkpoints copied into it, which
+    /// SQLite syncs only at a checkpoint that reaches the log's end (`sqlite_sync.rs`).
+    async fn sync_file(&self) -> Result<(), StoreError> {
+        let Some(file) = self.file.clone() else {
+            return Ok(());
+        };
+        tokio::task::spawn_blocking(move || crate::sqlite_sync::sync_database_file(&file))
+            .await
+            .map_err(|_| sqlx::Error::WorkerCrashed)??;
+        Ok(())
     }
 
     /// A checkpoint (`PASSIVE` or `RESTART`) on the checkpoints' own connection: whether it
@@ -543,6 +560,20 @@ fn inline_sqlite_file(url: &str, backend: Backend) -> Option<(std::path::PathBuf
     Some((path.to_path_buf(), mode))
 }
 
+/// The file of an SQLite URL, unless the database is in memory.
+fn sqlite_file(url: &str, backend: Backend) -> Option<std::path::PathBuf> {
+    if backend != Backend::Sqlite {
+        return None;
+    }
+    // sqlx names an in-memory database `file:sqlx-in-memory-N`: the URL tells.
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return None;
+    }
+    let options = SqliteConnectOptions::from_str(url).ok()?;
+    let path = options.get_filename();
+    (!path.as_os_str().is_empty()).then(|| path.to_path_buf())
+}
+
 /// An SQLite URL's database and query, as sqlx reads them (`sqlite://PATH?QUERY` or
 /// `sqlite:PATH?QUERY`).
 fn sqlite_url_parts(url: &str) -> (&str, &str) {
@@ -585,5 +616,36 @@ fn pool_size(backend: Backend) -> u32 {
         // serves a few cores; more only from 8 cores on, when reads of several cores overlap.
         Backend::Sqlite => (cores / 4).clamp(1, 4),
         Backend::Postgres => (cores * 4).clamp(4, 32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_database_on_disk_has_a_file_to_flush() {
+        let file = sqlite_file(
+            "sqlite:///var/lib/fieldauth/auth.db?mode=rwc",
+            Backend::Sqlite,
+        );
+        assert_eq!(
+            file.as_deref(),
+            Some(std::path::Path::new("/var/lib/fieldauth/auth.db"))
+        );
+        let relative = sqlite_file("sqlite://fieldauth.db", Backend::Sqlite);
+        assert_eq!(
+            relative.as_deref(),
+            Some(std::path::Path::new("fieldauth.db"))
+        );
+        assert_eq!(sqlite_file("sqlite::memory:", Backend::Sqlite), None);
+        assert_eq!(
+            sqlite_file("sqlite://shared?mode=memory&cache=shared", Backend::Sqlite),
+            None
+        );
+        assert_eq!(
+            sqlite_file("postgres://localhost/auth", Backend::Postgres),
+            None
+        );
     }
 }
