@@ -539,9 +539,7 @@ fn connect_options(url: &str, backend: Backend) -> Result<AnyConnectOptions, Sto
 /// in memory) with no setting in its URL but `mode` (ro, rw, rwc). Any other URL is left to
 /// sqlx's driver, which reads every setting.
 fn inline_sqlite_file(url: &str, backend: Backend) -> Option<(std::path::PathBuf, OpenMode)> {
-    if backend != Backend::Sqlite {
-        return None;
-    }
+    let path = sqlite_file(url, backend)?;
     let (_, query) = sqlite_url_parts(url);
     let mut mode = OpenMode::Rwc;
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
@@ -552,12 +550,7 @@ fn inline_sqlite_file(url: &str, backend: Backend) -> Option<(std::path::PathBuf
             _ => return None,
         };
     }
-    let options = SqliteConnectOptions::from_str(url).ok()?;
-    let path = options.get_filename();
-    if path.as_os_str().is_empty() || path.as_os_str() == ":memory:" {
-        return None;
-    }
-    Some((path.to_path_buf(), mode))
+    Some((path, mode))
 }
 
 /// The file of an SQLite URL, unless the database is in memory.
@@ -571,7 +564,8 @@ fn sqlite_file(url: &str, backend: Backend) -> Option<std::path::PathBuf> {
     }
     let options = SqliteConnectOptions::from_str(url).ok()?;
     let path = options.get_filename();
-    (!path.as_os_str().is_empty()).then(|| path.to_path_buf())
+    let in_memory = path.as_os_str().is_empty() || path.as_os_str() == ":memory:";
+    (!in_memory).then(|| path.to_path_buf())
 }
 
 /// An SQLite URL's database and query, as sqlx reads them (`sqlite://PATH?QUERY` or
@@ -622,6 +616,24 @@ fn pool_size(backend: Backend) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inline_connection_opens_a_file_whose_url_sets_nothing_but_its_mode() {
+        let read_only = inline_sqlite_file("sqlite:///srv/auth.db?mode=ro", Backend::Sqlite);
+        assert_eq!(
+            read_only,
+            Some((std::path::PathBuf::from("/srv/auth.db"), OpenMode::Ro))
+        );
+        let default = inline_sqlite_file("sqlite:///srv/auth.db", Backend::Sqlite);
+        assert_eq!(default.map(|(_, mode)| mode), Some(OpenMode::Rwc));
+        for url in [
+            "sqlite:///srv/auth.db?cache=shared",
+            "sqlite::memory:",
+            "sqlite://shared?mode=memory&cache=shared",
+        ] {
+            assert_eq!(inline_sqlite_file(url, Backend::Sqlite), None, "{url}");
+        }
+    }
 
     #[test]
     fn only_a_database_on_disk_has_a_file_to_flush() {
