@@ -72,8 +72,8 @@ pub use field::{
     Address, Assignment, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter,
     Employee, EmployeeFilter, EmployeeRole, Invoice, InvoiceFilter, InvoiceLine, InvoiceStatus,
     Job, JobFilter, JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob,
-    NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property, Shift,
-    SortKey, Staffed, WorkOrder, WorkOrderFilter, WorkOrderStatus,
+    NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property,
+    ScheduledJob, Shift, SortKey, Staffed, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{
     Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken, RefreshingClient,

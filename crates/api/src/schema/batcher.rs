@@ -136,6 +136,22 @@ impl<F: Send + Sync + 'static> Batcher<F> {
         .await
     }
 
+    /// Answers `key` with a value read by another statement (a page of records read with
+    /// their parents), so that loading it starts no batch. A key asked for already keeps its
+    /// own batch's answer.
+    pub fn prime<K>(&self, key: K, value: F::Value)
+    where
+        F: Fetch<K>,
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+    {
+        let mut queues = self.inner.lock();
+        let queue = queue_of::<F, K>(&mut queues);
+        queue
+            .answers
+            .entry(key)
+            .or_insert(Answer::Ready(Ok(Some(value))));
+    }
+
     /// A batch for each kind of key asked for since the last call. Each, once read, answers
     /// its keys and wakes who waits for them.
     pub fn start_batches(&self) -> Vec<BoxFuture<'static, ()>> {
@@ -305,6 +321,27 @@ mod tests {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         assert_eq!(*batches, vec![vec![5], vec![6]]);
+    }
+
+    #[tokio::test]
+    async fn a_primed_key_is_answered_without_a_batch_and_one_asked_before_keeps_its_answer() {
+        let doubler = Arc::new(Doubler::default());
+        let batcher = Batcher::new(Arc::clone(&doubler));
+        let first = drive(&batcher, vec![Box::pin(batcher.load(2))]).await;
+        batcher.prime(2, 99);
+        batcher.prime(3, 100);
+        let later = drive(
+            &batcher,
+            vec![Box::pin(batcher.load(2)), Box::pin(batcher.load(3))],
+        )
+        .await;
+        assert_eq!(first, vec![Ok(Some(4u64))]);
+        assert_eq!(later, vec![Ok(Some(4u64)), Ok(Some(100u64))]);
+        let batches = doubler
+            .batches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(*batches, vec![vec![2]], "3 was primed, 2 read before");
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ pub use enums::{EmployeeRole, InvoiceStatus, JobStatus, PaymentMethod, WorkOrder
 pub use invoices::{
     Invoice, InvoiceFilter, InvoiceLine, NewInvoice, NewInvoiceLine, NewPayment, Payment,
 };
-pub use jobs::{Assignment, Job, JobFilter, NewJob, Staffed};
+pub use jobs::{Assignment, Job, JobFilter, NewJob, ScheduledJob, Staffed};
 pub use page::{Cursor, Page, PageRequest, SortKey};
 pub use work_orders::{Contract, NewWorkOrder, WorkOrder, WorkOrderFilter};
 
@@ -74,6 +74,29 @@ impl<'a> OrgStore<'a> {
         filtered: sql::Sql,
         page: &PageRequest,
     ) -> Result<Page<T>, StoreError> {
+        self.read_page(list, None, filtered, page).await
+    }
+
+    /// [`OrgStore::page_of`] with each row's record of `joined` after the list's own columns
+    /// (and before the list's length): the page is read as it is alone, as a subquery, and
+    /// joined to the other table in the same statement, then put back in the list's order.
+    pub(crate) async fn joined_page_of<T: Record>(
+        &self,
+        list: &Listed,
+        joined: &Joined,
+        filtered: sql::Sql,
+        page: &PageRequest,
+    ) -> Result<Page<T>, StoreError> {
+        self.read_page(list, Some(joined), filtered, page).await
+    }
+
+    async fn read_page<T: Record>(
+        &self,
+        list: &Listed,
+        joined: Option<&Joined>,
+        filtered: sql::Sql,
+        page: &PageRequest,
+    ) -> Result<Page<T>, StoreError> {
         let Listed {
             table,
             columns,
@@ -90,6 +113,9 @@ impl<'a> OrgStore<'a> {
         let counted = page.with_total.then(|| filtered.clone());
         let mut sql = filtered.prepend(&select);
         page::page_clause(&mut sql, *order, page)?;
+        if let Some(joined) = joined {
+            sql = self.join_to_page(sql, list, joined, page.with_total);
+        }
         let pool = self.tenant.pool();
         let (rows, total) = match by_position(pool, &sql, counted.is_some()).await? {
             Some(page) => page,
@@ -103,6 +129,44 @@ impl<'a> OrgStore<'a> {
             (_, total) => total,
         };
         Ok(Page::from_rows(rows, page.first, total))
+    }
+
+    /// A page's statement as the subquery `p` of one that joins it to `joined`'s table `w`,
+    /// in the page's organization, keeping its order. Every row of the page has its joined
+    /// row (a foreign key names it), so the inner join drops none.
+    fn join_to_page(
+        &self,
+        page: sql::Sql,
+        list: &Listed,
+        joined: &Joined,
+        counted: bool,
+    ) -> sql::Sql {
+        let Joined {
+            table,
+            columns,
+            key,
+        } = joined;
+        let total = match counted {
+            true => format!(", p.\"{TOTAL}\""),
+            false => String::new(),
+        };
+        let select = format!(
+            "SELECT {}, {}{total} FROM (",
+            qualified("p", list.columns),
+            qualified("w", columns)
+        );
+        let mut sql = page.prepend(&select);
+        sql.push(&format!(
+            ") p JOIN {table} w ON w.{key} = p.{key} AND w.tenant_id = "
+        ))
+        .bind(self.tenant.id_str())
+        .push(" AND w.organization_guid = ")
+        .bind(self.organization_guid)
+        .push(&format!(
+            " ORDER BY p.{}, p.{}",
+            list.order.key_column, list.order.id_column
+        ));
+        sql
     }
 
     /// The number of rows a `SELECT COUNT(*)` with filters finds.
@@ -299,6 +363,22 @@ pub(crate) struct Listed {
     pub table: &'static str,
     pub columns: &'static str,
     pub order: page::Order,
+}
+
+/// A record joined to each row of a page ([`OrgStore::joined_page_of`]): its table, its
+/// columns, and the column of both tables that names it.
+pub(crate) struct Joined {
+    pub table: &'static str,
+    pub columns: &'static str,
+    pub key: &'static str,
+}
+
+/// `a, b` as `alias.a, alias.b`; a column keeps its own name in the result.
+fn qualified(alias: &str, columns: &str) -> String {
+    let columns = columns
+        .split(',')
+        .map(|column| format!("{alias}.{}", column.trim()));
+    columns.collect::<Vec<_>>().join(", ")
 }
 
 /// What the list's length is called in a page's rows when it is counted with them: quoted,

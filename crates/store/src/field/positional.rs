@@ -9,6 +9,7 @@
 //! statement at its first row ([`names_match`]), so a column list out of step with its
 //! record is an error, not a field filled from another column.
 
+use sqlx::any::AnyRow;
 use sqlx::error::UnexpectedNullError;
 use sqlx::postgres::PgRow;
 use sqlx::{Decode, Postgres, Row as _, Type, TypeInfo as _, ValueRef as _};
@@ -93,6 +94,19 @@ pub(crate) fn names_match<T: Positional>(row: &impl Columns, at: usize) -> bool 
             .all(|(i, name)| row.column_name(at + i) == Some(*name))
 }
 
+/// A record from a row's first columns, checked by name first: for a record whose row holds
+/// columns of the same name twice (two joined records'), which sqlx's reads by name would take
+/// from the first of them.
+pub(crate) fn read_checked<T: Positional>(row: &impl Columns) -> Result<T, sqlx::Error> {
+    if !names_match::<T>(row, 0) {
+        return Err(sqlx::Error::Protocol(format!(
+            "the statement's columns are not those of a {}",
+            std::any::type_name::<T>()
+        )));
+    }
+    T::read(row, 0)
+}
+
 fn decode_error(
     index: usize,
     source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -165,6 +179,27 @@ impl Columns for PgRow {
 
     fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
         pg_value::<i64>(self, index)
+    }
+}
+
+/// sqlx's rows of any database: those of the reads that go through its executor (an SQLite
+/// database in memory, or a read that waits for another process's lock).
+impl Columns for AnyRow {
+    fn column_count(&self) -> usize {
+        self.len()
+    }
+
+    fn column_name(&self, index: usize) -> Option<&str> {
+        use sqlx::Column as _;
+        self.columns().get(index).map(|column| column.name())
+    }
+
+    fn text(&self, index: usize) -> Result<Option<&str>, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
+        self.try_get(index)
     }
 }
 

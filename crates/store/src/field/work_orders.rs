@@ -54,7 +54,8 @@ positional!(WorkOrder {
     updated_at,
 });
 
-const WORK_ORDER_COLUMNS: &str = "work_order_id, number, customer_id, property_id, description, \
+pub(super) const WORK_ORDER_COLUMNS: &str =
+    "work_order_id, number, customer_id, property_id, description, \
     status, contract_terms, contract_value_cents, contract_currency, contract_starts_on, \
     contract_ends_on, created_at, updated_at";
 const WORK_ORDER_ORDER: Order = Order {

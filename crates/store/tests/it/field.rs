@@ -12,6 +12,15 @@ use store::{
     StoreError, TenantId, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 
+/// The reads of sqlx's executor, whose rows are `AnyRow`s (an SQLite database in memory),
+/// not the inline connection's: a joined page's two records share column names there too.
+#[tokio::test]
+async fn a_page_of_jobs_is_read_with_their_work_orders_in_memory_too() {
+    let store = Store::connect("sqlite::memory:").await.unwrap();
+    a_page_of_jobs_is_read_with_their_work_orders_in_one_statement(store.clone()).await;
+    store.close().await;
+}
+
 on_both_backends!(run:
     organizations_never_see_or_touch_each_others_records,
     shifts_of_one_employee_never_overlap,
@@ -29,6 +38,7 @@ on_both_backends!(run:
     children_of_several_parents_are_bounded_per_parent_in_one_statement,
     assignments_are_read_with_their_employees_in_one_statement,
     a_page_counts_its_whole_list_in_the_same_statement,
+    a_page_of_jobs_is_read_with_their_work_orders_in_one_statement,
     every_write_raises_its_organizations_data_version_and_no_other,
 );
 
@@ -1945,6 +1955,110 @@ async fn a_page_counts_its_whole_list_in_the_same_statement(store: Store) {
         .unwrap();
     assert!(none.items.is_empty());
     assert_eq!(none.total, Some(0));
+}
+
+/// A page of jobs asked for with their work orders (an API schedule) is one statement: each
+/// job as the page alone reads it, with its own work order as a lookup by id gives it (the
+/// two tables share column names: `status`, `created_at`), in the page's order and count, and
+/// only the organization's.
+async fn a_page_of_jobs_is_read_with_their_work_orders_in_one_statement(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a", "org-b"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    employee(&org, "e1", "Ada").await;
+    customer(&org, "c1", "Carl").await;
+    customer(&org, "c2", "Dora").await;
+    for (id, customer_id) in [("wo1", "c1"), ("wo2", "c2")] {
+        let new = new_work_order(id, customer_id);
+        org.create_work_order(&new, NOW - 100).await.unwrap();
+    }
+    for (id, wo, start) in [
+        ("ja", "wo2", 3000),
+        ("jb", "wo1", 1000),
+        ("jc", "wo1", 2000),
+    ] {
+        job(&org, id, wo, NOW + start, NOW + start + 500).await;
+    }
+    org.assign_job("jc", "e1", NOW).await.unwrap();
+    let other = store.tenant(&t).organization("org-b");
+    customer(&other, "c9", "Nina").await;
+    work_order(&other, "wo9", "c9").await;
+    job(&other, "jz", "wo9", NOW, NOW + 500).await;
+
+    let by_id = org.work_orders(&ids(&["wo1", "wo2"])).await.unwrap();
+    let order_of = |id: &str| {
+        by_id
+            .iter()
+            .find(|o| o.work_order_id == id)
+            .unwrap()
+            .clone()
+    };
+    let request = |first: u32, after: Option<Cursor>, with_total: bool| PageRequest {
+        after,
+        first,
+        with_total,
+    };
+    let all = JobFilter::default();
+    for with_total in [true, false] {
+        let before = store.statements_executed();
+        let page = org
+            .list_scheduled_jobs(&all, &request(2, None, with_total))
+            .await
+            .unwrap();
+        assert_eq!(store.statements_executed() - before, 1, "one statement");
+        let alone = org
+            .list_jobs(&all, &request(2, None, with_total))
+            .await
+            .unwrap();
+        let jobs: Vec<Job> = page.items.iter().map(|row| row.job.clone()).collect();
+        assert_eq!(jobs, alone.items);
+        assert_eq!(
+            jobs.iter().map(|j| j.job_id.as_str()).collect::<Vec<_>>(),
+            ["jb", "jc"]
+        );
+        for row in &page.items {
+            assert_eq!(row.work_order, order_of(&row.job.work_order_id));
+        }
+        assert!(page.has_next_page);
+        assert_eq!(page.total, with_total.then_some(3));
+
+        let after = Some(page.items[1].job.cursor());
+        let rest = org
+            .list_scheduled_jobs(&all, &request(5, after, with_total))
+            .await
+            .unwrap();
+        let rest: Vec<(&str, &str)> = rest
+            .items
+            .iter()
+            .map(|r| (r.job.job_id.as_str(), r.work_order.work_order_id.as_str()))
+            .collect();
+        assert_eq!(rest, [("ja", "wo2")]);
+    }
+    // Filtered, and past the end (the count then from a statement of its own).
+    let of_e1 = JobFilter {
+        assignee_id: Some("e1".to_owned()),
+        ..JobFilter::default()
+    };
+    let page = org
+        .list_scheduled_jobs(&of_e1, &request(5, None, true))
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].work_order, order_of("wo1"));
+    let last = Some(page.items[0].job.cursor());
+    let past = org
+        .list_scheduled_jobs(&of_e1, &request(5, last, true))
+        .await
+        .unwrap();
+    assert!(past.items.is_empty() && !past.has_next_page);
+    assert_eq!(past.total, Some(1));
+    // The other organization sees its own job only.
+    let theirs = other
+        .list_scheduled_jobs(&all, &request(5, None, true))
+        .await
+        .unwrap();
+    assert_eq!(theirs.items.len(), 1);
+    assert_eq!(theirs.items[0].work_order.work_order_id, "wo9");
+    assert_eq!(theirs.total, Some(1));
 }
 
 async fn data_version(store: &Store, t: &TenantId, org: &str) -> i64 {
