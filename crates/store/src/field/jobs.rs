@@ -1,8 +1,7 @@
 //! Jobs: visits that carry out a work order, who is assigned, and the completion report.
 
 use super::page::{Order, Page, PageRequest, SortKey};
-use super::positional::positional;
-use super::positional::read_checked;
+use super::positional::{positional, read_checked};
 use super::sql::Sql;
 use super::work_orders::WORK_ORDER_COLUMNS;
 use super::{ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};

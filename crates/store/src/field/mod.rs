@@ -327,10 +327,7 @@ impl<T: Record> Reader<T> {
         if !self.checked {
             let total_follows = !self.counted || row.column_name(T::WIDTH) == Some(TOTAL);
             if !(positional::names_match::<T>(row, 0) && total_follows) {
-                return Err(sqlx::Error::Protocol(format!(
-                    "the statement's columns are not those of a {}",
-                    std::any::type_name::<T>()
-                )));
+                return Err(positional::not_its_columns::<T>());
             }
             if self.counted {
                 self.total = Some(positional::column(row, T::WIDTH)?);

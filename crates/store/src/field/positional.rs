@@ -99,12 +99,17 @@ pub(crate) fn names_match<T: Positional>(row: &impl Columns, at: usize) -> bool 
 /// from the first of them.
 pub(crate) fn read_checked<T: Positional>(row: &impl Columns) -> Result<T, sqlx::Error> {
     if !names_match::<T>(row, 0) {
-        return Err(sqlx::Error::Protocol(format!(
-            "the statement's columns are not those of a {}",
-            std::any::type_name::<T>()
-        )));
+        return Err(not_its_columns::<T>());
     }
     T::read(row, 0)
+}
+
+/// The error of a statement whose columns are not a `T`'s.
+pub(crate) fn not_its_columns<T>() -> sqlx::Error {
+    sqlx::Error::Protocol(format!(
+        "the statement's columns are not those of a {}",
+        std::any::type_name::<T>()
+    ))
 }
 
 fn decode_error(
