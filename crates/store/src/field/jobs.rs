@@ -257,7 +257,7 @@ impl OrgStore<'_> {
         page: &PageRequest,
     ) -> Result<Page<ScheduledJob>, StoreError> {
         let filtered = self.job_filter("", filter);
-        self.joined_page_of(&JOBS, &WITH_WORK_ORDER, filtered, page)
+        self.joined_page_of(&JOBS, Some(&WITH_WORK_ORDER), filtered, page)
             .await
     }
 

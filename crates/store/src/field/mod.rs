@@ -74,23 +74,14 @@ impl<'a> OrgStore<'a> {
         filtered: sql::Sql,
         page: &PageRequest,
     ) -> Result<Page<T>, StoreError> {
-        self.read_page(list, None, filtered, page).await
+        self.joined_page_of(list, None, filtered, page).await
     }
 
-    /// [`OrgStore::page_of`] with each row's record of `joined` after the list's own columns
-    /// (and before the list's length): the page is read as it is alone, as a subquery, and
-    /// joined to the other table in the same statement, then put back in the list's order.
+    /// [`OrgStore::page_of`], with each row's record of `joined`, when given, after the
+    /// list's own columns (and before the list's length): the page is read as it is alone, as
+    /// a subquery, and joined to the other table in the same statement, then put back in the
+    /// list's order.
     pub(crate) async fn joined_page_of<T: Record>(
-        &self,
-        list: &Listed,
-        joined: &Joined,
-        filtered: sql::Sql,
-        page: &PageRequest,
-    ) -> Result<Page<T>, StoreError> {
-        self.read_page(list, Some(joined), filtered, page).await
-    }
-
-    async fn read_page<T: Record>(
         &self,
         list: &Listed,
         joined: Option<&Joined>,
