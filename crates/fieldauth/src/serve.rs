@@ -206,6 +206,7 @@ pub async fn start_on(
     ));
     let store_for_checkpoints = store.clone();
     let stopped_for_checkpoints = stopped.clone();
+    tasks.spawn(refresh_statistics(store.clone(), stopped.clone()));
     tasks.spawn(reload_keys(
         signing_keys,
         store,
@@ -406,6 +407,30 @@ async fn checkpoint_wal(store: Store, stopped: watch::Receiver<bool>) {
     run_every(CHECKPOINT_INTERVAL, stopped, || {
         let store = store.clone();
         async move { log_checkpoint(store.checkpoint().await) }
+    })
+    .await
+}
+
+/// How often PostgreSQL's tables are checked for growth that their planner statistics have
+/// not seen (`store::Store::refresh_statistics`): a hot table doubles within a second of a
+/// new database's first load.
+const STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Analyzes the PostgreSQL tables that doubled since their last analysis, so that the
+/// statements reading them are planned for their size. Nothing to do on SQLite; a failure is
+/// retried at the next tick (autovacuum analyzes them too, only later).
+async fn refresh_statistics(store: Store, stopped: watch::Receiver<bool>) {
+    run_every(STATISTICS_INTERVAL, stopped, || {
+        let store = store.clone();
+        async move {
+            match store.refresh_statistics().await {
+                Ok(tables) if !tables.is_empty() => {
+                    tracing::debug!(?tables, "planner statistics refreshed");
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(error = %error, "planner statistics not refreshed"),
+            }
+        }
     })
     .await
 }

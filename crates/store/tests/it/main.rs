@@ -51,4 +51,5 @@ mod refresh_retry;
 mod second_factor_store;
 mod shards;
 mod sqlite_wal;
+mod statistics;
 mod suite;
