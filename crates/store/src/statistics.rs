@@ -7,7 +7,7 @@
 //! by a thousand rows a second, until autovacuum's next `ANALYZE`: it wakes once a minute,
 //! and analyzes a table after a tenth of it changed. That was the soak's slow first minutes
 //! on PostgreSQL, and every short benchmark's: 0.79 ms of PostgreSQL's CPU per refresh
-//! instead of 0.19 (docs/performance.md). So the server analyzes, each second, the tables of
+//! instead of 0.20 (docs/performance.md). So the server analyzes, each second, the tables of
 //! its schema that have at least doubled since their last analysis (or gained
 //! [`GROWN_ROWS`] rows from empty): each analysis makes the statements reading the table be
 //! planned again, for its size. A table that has doubled since is rare past the first
