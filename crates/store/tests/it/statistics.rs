@@ -4,10 +4,19 @@
 
 use std::time::{Duration, Instant};
 
+use sqlx::{Connection, Executor, Row};
 use store::testing::TestDatabase;
-use store::{Backend, EmployeeRole, NewEmployee, Store, TenantId, GROWN_ROWS};
+use store::{Backend, EmployeeRole, NewEmployee, OrgStore, Store, TenantId, GROWN_ROWS};
 
 on_both_backends!(a_table_that_doubled_is_analyzed_once_and_the_others_are_left);
+
+#[tokio::test]
+async fn postgres_a_statement_prepared_on_an_empty_table_is_planned_again_once_it_grew() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    a_statement_prepared_on_an_empty_table_is_planned_again_once_it_grew(&db).await;
+}
 
 async fn a_table_that_doubled_is_analyzed_once_and_the_others_are_left(db: &TestDatabase) {
     let store = Store::connect(&db.url).await.unwrap();
@@ -27,17 +36,7 @@ async fn a_table_that_doubled_is_analyzed_once_and_the_others_are_left(db: &Test
         .await
         .unwrap();
     let org = store.tenant(&t).organization("org-a");
-    for n in 0..GROWN_ROWS + 20 {
-        let (id, name) = (format!("e{n}"), format!("Tech {n}"));
-        let new = NewEmployee {
-            employee_id: &id,
-            name: &name,
-            role: EmployeeRole::Technician,
-            email: None,
-            phone: None,
-        };
-        org.create_employee(&new, 0).await.unwrap();
-    }
+    hire(&org, GROWN_ROWS + 20).await;
     if store.backend() == Backend::Sqlite {
         assert_eq!(
             store.refresh_statistics().await.unwrap(),
@@ -72,6 +71,77 @@ async fn a_table_that_doubled_is_analyzed_once_and_the_others_are_left(db: &Test
     assert!(!again.iter().any(|table| table == "employees"), "{again:?}");
     direct.close().await;
     store.close().await;
+}
+
+/// What the table's statistics are for: a statement prepared while `employees` was nearly
+/// empty keeps its plan, a scan of every row, until an analysis; after the store's, it is
+/// planned again and finds an employee by key.
+async fn a_statement_prepared_on_an_empty_table_is_planned_again_once_it_grew(db: &TestDatabase) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    conn.execute(
+        "ALTER TABLE employees SET (autovacuum_enabled = false); ANALYZE employees; \
+         SET plan_cache_mode = force_generic_plan; \
+         PREPARE lookup(text, text) AS SELECT * FROM employees \
+           WHERE tenant_id = $1 AND employee_id = $2",
+    )
+    .await
+    .unwrap();
+    let t = TenantId::parse("acme").unwrap();
+    store.create_tenant(&t, "Acme", 0).await.unwrap();
+    store
+        .tenant(&t)
+        .create_organization("org-a", "A", 0)
+        .await
+        .unwrap();
+    let before = plan(&mut conn).await;
+    assert!(before.contains("Seq Scan on employees"), "{before}");
+    let org = store.tenant(&t).organization("org-a");
+    hire(&org, GROWN_ROWS * 4).await;
+    // Without an analysis the prepared statement keeps its first plan, however large the
+    // table has grown.
+    let grown = plan(&mut conn).await;
+    assert!(grown.contains("Seq Scan on employees"), "{grown}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !store
+        .refresh_statistics()
+        .await
+        .unwrap()
+        .iter()
+        .any(|table| table == "employees")
+    {
+        assert!(Instant::now() < deadline, "employees was not analyzed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let after = plan(&mut conn).await;
+    assert!(after.contains("Index Scan using employees_pkey"), "{after}");
+    conn.close().await.unwrap();
+    store.close().await;
+}
+
+/// Adds `count` employees to the organization.
+async fn hire(org: &OrgStore<'_>, count: i64) {
+    for n in 0..count {
+        let (id, name) = (format!("e{n}"), format!("Tech {n}"));
+        let new = NewEmployee {
+            employee_id: &id,
+            name: &name,
+            role: EmployeeRole::Technician,
+            email: None,
+            phone: None,
+        };
+        org.create_employee(&new, 0).await.unwrap();
+    }
+}
+
+/// The plan `lookup` runs with now.
+async fn plan(conn: &mut sqlx::PgConnection) -> String {
+    let rows = sqlx::query("EXPLAIN EXECUTE lookup('acme', 'e1')")
+        .fetch_all(conn)
+        .await
+        .unwrap();
+    let lines: Vec<String> = rows.iter().map(|row| row.get::<String, _>(0)).collect();
+    lines.join("\n")
 }
 
 /// How often `employees` was analyzed by hand (not by autovacuum).
