@@ -51,6 +51,11 @@ pub struct Row {
     /// core-second (two signatures each); only for `refresh` and `exchange`, whose responses
     /// are two signatures and little else (null for the others).
     pub ceiling_percent: Option<f64>,
+    /// The server's signing threads' share of its CPU in the window, as a percentage; only
+    /// for `refresh` and `exchange` on fieldauth. What `ceiling_percent` estimates with a
+    /// ceiling measured before the workload, measured in the window itself: a host whose
+    /// core changes speed between the two moves the one and not the other.
+    pub signing_percent: Option<f64>,
     /// The server's resident set (KiB) just before the workload's connections opened, the
     /// highest of the samples taken every 250 ms until the window closed, and 1 s after the
     /// connections closed.
@@ -110,6 +115,10 @@ impl Row {
             ceiling_percent: signs_per_cpu_s
                 .filter(|_| workload.is_token_response())
                 .and_then(|signs| percent_of_ceiling(server_cpu_ms_per_request, signs)),
+            signing_percent: measured
+                .signing_cpu
+                .filter(|_| workload.is_token_response() && !measured.server_cpu.is_zero())
+                .map(|signing| 100.0 * signing.as_secs_f64() / measured.server_cpu.as_secs_f64()),
             rss_before_kib: measured.rss.before_kib,
             rss_peak_kib: measured.rss.peak_kib,
             rss_after_kib: measured.rss.after_kib,
@@ -138,6 +147,7 @@ pub fn table(rows: &[Row]) -> String {
         "steal %",
         "ceiling signs/s",
         "ceiling %",
+        "signing %",
         "rss before MiB",
         "rss peak MiB",
         "rss after MiB",
@@ -164,6 +174,7 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.1}", r.steal_percent),
                 optional(r.ceiling_signs_per_cpu_s, 0),
                 optional(r.ceiling_percent, 1),
+                optional(r.signing_percent, 1),
                 format!("{:.1}", mib(r.rss_before_kib)),
                 format!("{:.1}", mib(r.rss_peak_kib)),
                 format!("{:.1}", mib(r.rss_after_kib)),
@@ -338,6 +349,7 @@ mod tests {
                     error_samples: Vec::new(),
                     elapsed: Duration::from_secs(1),
                     server_cpu: Duration::from_millis(10),
+                    signing_cpu: None,
                     generator_cpu: Duration::ZERO,
                     stolen: Duration::ZERO,
                     rss: RssAround::default(),
@@ -371,6 +383,7 @@ mod tests {
             error_samples: Vec::new(),
             elapsed: Duration::from_secs(2),
             server_cpu: Duration::from_millis(1000),
+            signing_cpu: Some(Duration::from_millis(850)),
             generator_cpu: Duration::from_millis(500),
             stolen: Duration::from_millis(100),
             rss: RssAround {
@@ -404,6 +417,8 @@ mod tests {
         assert_eq!(row.ceiling_signs_per_wall_s, Some(1000.0));
         // 2.5 ms per request is 400 per core-second; the ceiling is 1000 responses.
         assert_eq!(row.ceiling_percent, Some(40.0));
+        // 0.85 s of the server's 1 s were its signing threads'.
+        assert_eq!(row.signing_percent, Some(85.0));
         assert_eq!(
             (row.rss_before_kib, row.rss_peak_kib, row.rss_after_kib),
             (20480, 31232, 21504)
@@ -412,7 +427,7 @@ mod tests {
         assert!(table.contains("| refresh  | sqlite  | max  |"), "{table}");
         assert!(
             table.ends_with(
-                "|            2000 |      40.0 |           20.0 |         30.5 |          21.0 |"
+                "|            2000 |      40.0 |      85.0 |           20.0 |         30.5 |          21.0 |"
             ),
             "{table}"
         );
@@ -425,6 +440,7 @@ mod tests {
             latencies: vec![Duration::from_millis(2); 400],
             elapsed: Duration::from_secs(2),
             server_cpu: Duration::from_millis(1000),
+            signing_cpu: Some(Duration::from_millis(900)),
             ..Measured::default()
         };
         for workload in Workload::ALL {
@@ -443,14 +459,32 @@ mod tests {
                 _ => None,
             };
             assert_eq!(row.ceiling_percent, expected, "{workload:?}");
+            let signing = expected.map(|_| 90.0);
+            assert_eq!(row.signing_percent, signing, "{workload:?}");
             let json = serde_json::to_value(&row).unwrap();
             assert_eq!(json["ceiling_percent"].is_null(), expected.is_none());
-            // An empty cell, not a dash or a zero.
+            assert_eq!(json["signing_percent"].is_null(), expected.is_none());
+            // Empty cells, not dashes or zeros.
             let table = table(&[row]);
             let cells: Vec<&str> = table.lines().nth(2).unwrap().split('|').collect();
-            let cell = cells[cells.len() - 5].trim();
-            assert_eq!(cell.is_empty(), expected.is_none(), "{table}");
+            for cell in &cells[cells.len() - 6..cells.len() - 4] {
+                assert_eq!(cell.trim().is_empty(), expected.is_none(), "{table}");
+            }
         }
+        // A server without signing threads of its own (node-oidc-provider) has no share.
+        let other_server = Measured {
+            signing_cpu: None,
+            ..measured()
+        };
+        let row = Row::new(
+            Workload::Refresh,
+            "node",
+            Mode::Max,
+            4,
+            other_server,
+            Some(&ceiling()),
+        );
+        assert_eq!(row.signing_percent, None);
     }
 
     #[test]

@@ -190,6 +190,17 @@ impl Server {
         cpu_time_of(&format!("/proc/{}/stat", self.pid))
     }
 
+    /// The CPU time so far of the server's RS256 signing threads (`fieldauth-sign-N`, the
+    /// oauth crate's `signer.rs`), or `None` for a server without them (node-oidc-provider).
+    /// Read in the same window as [`Server::cpu_time`], its share of the server's CPU is the
+    /// part of a token response spent signing, whatever speed the host's core ran at.
+    pub fn signing_cpu_time(&self) -> Result<Option<Duration>> {
+        threads_cpu_time(
+            Path::new(&format!("/proc/{}/task", self.pid)),
+            SIGNING_THREADS,
+        )
+    }
+
     /// The last lines of the server's log, to explain a failure.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
@@ -290,12 +301,44 @@ fn parse_steal_ticks(stat: &str) -> Option<u64> {
     values.nth(7).map_or(Some(0), |steal| steal.parse().ok())
 }
 
+/// The start of the signing threads' names as `/proc` shows them (cut at 15 bytes).
+const SIGNING_THREADS: &str = "fieldauth-sign";
+
+/// The CPU time of the threads under `task_dir` (`/proc/<pid>/task`) whose name starts with
+/// `prefix`, or `None` if none does. A thread that ends while the directory is read is left
+/// out; the signing threads live as long as the server.
+fn threads_cpu_time(task_dir: &Path, prefix: &str) -> Result<Option<Duration>> {
+    let tasks = std::fs::read_dir(task_dir)
+        .with_context(|| format!("cannot list {}", task_dir.display()))?;
+    let mut ticks = None;
+    for task in tasks {
+        let task = task?.path();
+        let Ok(name) = std::fs::read_to_string(task.join("comm")) else {
+            continue;
+        };
+        if !name.trim_end().starts_with(prefix) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.join("stat")) else {
+            continue;
+        };
+        let own = parse_cpu_ticks(&stat)
+            .ok_or_else(|| anyhow!("cannot parse {}", task.join("stat").display()))?;
+        ticks = Some(ticks.unwrap_or(0) + own);
+    }
+    ticks.map(ticks_to_duration).transpose()
+}
+
+fn ticks_to_duration(ticks: u64) -> Result<Duration> {
+    let per_second = clock_ticks_per_second()?;
+    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+}
+
 fn cpu_time_of(stat_path: &str) -> Result<Duration> {
     let stat =
         std::fs::read_to_string(stat_path).with_context(|| format!("cannot read {stat_path}"))?;
     let ticks = parse_cpu_ticks(&stat).ok_or_else(|| anyhow!("cannot parse {stat_path}"))?;
-    let per_second = clock_ticks_per_second()?;
-    Ok(Duration::from_secs_f64(ticks as f64 / per_second as f64))
+    ticks_to_duration(ticks)
 }
 
 /// utime + stime, fields 14 and 15 of proc(5) `stat`, in clock ticks. The command name
@@ -336,6 +379,36 @@ mod tests {
         assert_eq!(parse_steal_ticks("cpu  1 2 3 4 5 6 7\n"), Some(0));
         assert_eq!(parse_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
         stolen_time().unwrap();
+    }
+
+    #[test]
+    fn only_the_named_threads_cpu_time_is_summed() {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let (busy, spent) = std::sync::mpsc::channel();
+        let signer = std::thread::Builder::new()
+            .name("fieldauth-sign-9".to_owned())
+            .spawn(move || {
+                let start = Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(300) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+                busy.send(()).unwrap();
+                // Alive while the test reads its time, as the server's threads are.
+                let _ = wait.recv();
+            })
+            .unwrap();
+        spent.recv().unwrap();
+        let task_dir = Path::new("/proc/self/task");
+        let signing = threads_cpu_time(task_dir, SIGNING_THREADS)
+            .unwrap()
+            .expect("the thread is found by its name");
+        // Its own 300 ms (less the clock ticks' rounding), not the whole process's.
+        assert!(signing >= Duration::from_millis(200), "{signing:?}");
+        assert!(signing < Duration::from_millis(600), "{signing:?}");
+        assert_eq!(threads_cpu_time(task_dir, "no-such-thread").unwrap(), None);
+        done.send(()).unwrap();
+        signer.join().unwrap();
     }
 
     #[test]

@@ -113,6 +113,8 @@ pub struct Measured {
     /// The window actually observed between the two CPU readings.
     pub elapsed: Duration,
     pub server_cpu: Duration,
+    /// The part of `server_cpu` its signing threads spent, for a server that has them.
+    pub signing_cpu: Option<Duration>,
     pub generator_cpu: Duration,
     /// CPU time of this machine taken by other guests of the host ([`stolen_time`]).
     pub stolen: Duration,
@@ -197,15 +199,17 @@ pub async fn run(
     };
 
     tokio::time::sleep_until(from).await;
-    let (server_from, own_from, stolen_from, at_from) = (
+    let (server_from, signing_from, own_from, stolen_from, at_from) = (
         server.cpu_time()?,
+        server.signing_cpu_time()?,
         own_cpu_time()?,
         stolen_time()?,
         Instant::now(),
     );
     tokio::time::sleep_until(to).await;
-    let (server_to, own_to, stolen_to, at_to) = (
+    let (server_to, signing_to, own_to, stolen_to, at_to) = (
         server.cpu_time()?,
+        server.signing_cpu_time()?,
         own_cpu_time()?,
         stolen_time()?,
         Instant::now(),
@@ -215,6 +219,9 @@ pub async fn run(
     let mut measured = Measured {
         elapsed: at_to - at_from,
         server_cpu: server_to.saturating_sub(server_from),
+        signing_cpu: signing_to
+            .zip(signing_from)
+            .map(|(to, from)| to.saturating_sub(from)),
         generator_cpu: own_to.saturating_sub(own_from),
         stolen: stolen_to.saturating_sub(stolen_from),
         ..Measured::default()
