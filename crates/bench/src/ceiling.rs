@@ -176,7 +176,7 @@ fn pin_current_thread(cpu: usize) -> Result<()> {
 }
 
 /// The calling thread's CPU time (user + system), with nanosecond resolution.
-fn thread_cpu_time() -> Result<Duration> {
+pub(crate) fn thread_cpu_time() -> Result<Duration> {
     let mut time = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
