@@ -83,7 +83,8 @@ macro_rules! assert_err {
     }};
 }
 
-async fn tenant_with_orgs(store: &Store, id: &str, orgs: &[&str]) -> TenantId {
+/// Tenant `id` with organizations `orgs`.
+pub(crate) async fn tenant_with_orgs(store: &Store, id: &str, orgs: &[&str]) -> TenantId {
     let t = TenantId::parse(id).unwrap();
     store.create_tenant(&t, id, NOW).await.unwrap();
     for org in orgs {

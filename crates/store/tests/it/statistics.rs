@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, Row};
 use store::testing::TestDatabase;
-use store::{Backend, EmployeeRole, NewEmployee, OrgStore, Store, TenantId, GROWN_ROWS};
+use store::{Backend, EmployeeRole, NewEmployee, OrgStore, Store, GROWN_ROWS};
+
+use crate::field::tenant_with_orgs;
 
 on_both_backends!(a_table_that_doubled_is_analyzed_once_and_the_others_are_left);
 
@@ -28,13 +30,7 @@ async fn a_table_that_doubled_is_analyzed_once_and_the_others_are_left(db: &Test
             .await
             .unwrap();
     }
-    let t = TenantId::parse("acme").unwrap();
-    store.create_tenant(&t, "Acme", 0).await.unwrap();
-    store
-        .tenant(&t)
-        .create_organization("org-a", "A", 0)
-        .await
-        .unwrap();
+    let t = tenant_with_orgs(&store, "acme", &["org-a"]).await;
     let org = store.tenant(&t).organization("org-a");
     hire(&org, GROWN_ROWS + 20).await;
     if store.backend() == Backend::Sqlite {
@@ -88,13 +84,7 @@ async fn a_statement_prepared_on_an_empty_table_is_planned_again_once_it_grew(db
     )
     .await
     .unwrap();
-    let t = TenantId::parse("acme").unwrap();
-    store.create_tenant(&t, "Acme", 0).await.unwrap();
-    store
-        .tenant(&t)
-        .create_organization("org-a", "A", 0)
-        .await
-        .unwrap();
+    let t = tenant_with_orgs(&store, "acme", &["org-a"]).await;
     let before = plan(&mut conn).await;
     assert!(before.contains("Seq Scan on employees"), "{before}");
     let org = store.tenant(&t).organization("org-a");
