@@ -63,6 +63,11 @@ pub struct Cli {
     /// second in all (e.g. `800`, 80% of a 1,000/s target), whatever the closed loop reached.
     #[arg(long, value_parser = paced_rate)]
     pub paced_rate: Option<f64>,
+    /// Also write every measured request of each row to this file, when it was due (sent, in
+    /// a closed loop) by the wall clock and its latency, in the order they were due: to see
+    /// whether a tail is stalls, and when (docs/benchmarks.md).
+    #[arg(long)]
+    pub latency_log: Option<PathBuf>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     pub server_log: String,

@@ -10,6 +10,7 @@ mod connection;
 mod database_size;
 mod flows;
 mod html;
+mod latency_log;
 mod memory;
 mod merge;
 mod node_oidc;
@@ -200,7 +201,11 @@ async fn run(cli: &Cli) -> Result<Finished> {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         },
+        latency_log: cli.latency_log.clone(),
     };
+    if let Some(path) = &plan.latency_log {
+        latency_log::create(path)?;
+    }
     let mut rows = Vec::new();
     let mut servers = Vec::new();
     let mut soaks = Vec::new();
@@ -282,6 +287,8 @@ struct Plan {
     soak: Option<SoakSettings>,
     /// The CPUs the server may run on.
     server_cores: usize,
+    /// Where each row's requests go (`--latency-log`).
+    latency_log: Option<PathBuf>,
 }
 
 /// How to measure the RSA-signing ceiling before each workload.
@@ -522,6 +529,22 @@ async fn measure(
     Ok((rows, None))
 }
 
+/// Appends a row's requests to the `--latency-log`, if one was asked for, under the names
+/// its row has in the table.
+fn log_latencies(
+    plan: &Plan,
+    workload: Workload,
+    label: &str,
+    mode: Mode,
+    measured: &mut workloads::Measured,
+) -> Result<()> {
+    let Some(path) = &plan.latency_log else {
+        return Ok(());
+    };
+    let row = format!("{} {} {}", workload.name(), label, mode.label());
+    latency_log::append(path, &row, std::mem::take(&mut measured.timeline))
+}
+
 /// One workload's closed-loop row, and its paced row if asked for; `label` is the row's
 /// `backend`. `highest_ceiling` is the most token responses per core-second any ceiling of
 /// this server's run has measured so far.
@@ -561,7 +584,8 @@ async fn measure_workload(
         ),
         _ => 0,
     };
-    let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
+    let mut measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
+    log_latencies(plan, workload, label, Mode::Max, &mut measured)?;
     let max = Row::new(
         workload,
         label,
@@ -594,7 +618,8 @@ async fn measure_workload(
         Workload::Exchange => codes::per_connection(rate, timing.run_length(), timing.connections),
         _ => 0,
     };
-    let measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
+    let mut measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
+    log_latencies(plan, workload, label, mode, &mut measured)?;
     // The ceiling measured before the closed loop, not a new one: the two rows' ratios
     // then share a denominator, so a difference between them is the server's.
     let paced = Row::new(

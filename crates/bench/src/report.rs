@@ -353,6 +353,7 @@ mod tests {
                     generator_cpu: Duration::ZERO,
                     stolen: Duration::ZERO,
                     rss: RssAround::default(),
+                    timeline: Vec::new(),
                 },
                 Some(&ceiling()),
             );
@@ -391,6 +392,7 @@ mod tests {
                 peak_kib: 30 * 1024 + 512,
                 after_kib: 21 * 1024,
             },
+            timeline: Vec::new(),
         };
         let row = Row::new(
             Workload::Refresh,

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::codes;
 use crate::connection::Connection;
 use crate::flows::Target;
+use crate::latency_log::{Clock, Timed};
 use crate::memory::{self, RssAround, Sampler};
 use crate::node_oidc::Seeder;
 use crate::pacing::{Mode, Schedule};
@@ -120,6 +121,8 @@ pub struct Measured {
     pub stolen: Duration,
     /// The server's resident set before, during and after the run.
     pub rss: RssAround,
+    /// The same requests as `latencies`, each with when it was due (or sent).
+    pub timeline: Vec<Timed>,
 }
 
 /// How long after the connections closed the resident set is read again.
@@ -181,6 +184,7 @@ pub async fn run(
     if let Some(url) = &shared.statistics {
         analyze(url).await?;
     }
+    let clock = Clock::now();
     let start = Instant::now();
     let from = start + timing.warmup;
     let to = from + timing.duration;
@@ -230,6 +234,12 @@ pub async fn run(
     for task in tasks {
         let log = task.await.context("a connection task failed")?;
         measured.latencies.extend(log.latencies);
+        measured
+            .timeline
+            .extend(log.timeline.into_iter().map(|(at, latency)| Timed {
+                at: clock.wall(at.into_std()),
+                latency,
+            }));
         measured.errors += log.errors;
         let room = ERROR_SAMPLES.saturating_sub(measured.error_samples.len());
         measured
@@ -248,11 +258,19 @@ pub async fn run(
 #[derive(Default)]
 struct ConnectionLog {
     latencies: Vec<Duration>,
+    /// Each of `latencies` with when its request was due (or sent).
+    timeline: Vec<(Instant, Duration)>,
     errors: u64,
     error_samples: Vec<String>,
 }
 
 impl ConnectionLog {
+    /// A request of the window, due (or sent) `at`, answered `latency` later.
+    fn took(&mut self, at: Instant, latency: Duration) {
+        self.latencies.push(latency);
+        self.timeline.push((at, latency));
+    }
+
     /// Counts a failure and lets the connection recover; `false` when it cannot go on.
     async fn failed(&mut self, error: anyhow::Error, connection: &mut Connection) -> bool {
         self.errors += 1;
@@ -280,7 +298,7 @@ async fn drive(mut connection: Connection, from: Instant, to: Instant) -> Connec
         let outcome = connection.once().await;
         let finished = Instant::now();
         match outcome {
-            Ok(()) if finished >= from && finished <= to => log.latencies.push(finished - started),
+            Ok(()) if finished >= from && finished <= to => log.took(started, finished - started),
             Ok(()) => {}
             Err(error) => {
                 if !log.failed(error, &mut connection).await {
@@ -314,7 +332,7 @@ async fn drive_paced(
         let outcome = connection.once().await;
         let finished = Instant::now();
         match outcome {
-            Ok(()) if due >= from => log.latencies.push(finished.saturating_duration_since(due)),
+            Ok(()) if due >= from => log.took(due, finished.saturating_duration_since(due)),
             Ok(()) => {}
             Err(error) => {
                 if !log.failed(error, &mut connection).await {
