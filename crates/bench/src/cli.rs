@@ -65,8 +65,9 @@ pub struct Cli {
     pub paced_rate: Option<f64>,
     /// Also write every measured request of each row to this file, when it was due (sent, in
     /// a closed loop) by the wall clock and its latency, in the order they were due: to see
-    /// whether a tail is stalls, and when (docs/benchmarks.md).
-    #[arg(long)]
+    /// whether a tail is stalls, and when (docs/benchmarks.md). Not with `--soak`, which
+    /// reports each minute instead.
+    #[arg(long, conflicts_with = "soak")]
     pub latency_log: Option<PathBuf>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
@@ -281,6 +282,13 @@ mod tests {
         let cli = parse("--soak 2 --soak-rate 100").unwrap();
         assert_eq!((cli.soak_rate, cli.soak_fraction), (Some(100.0), 0.8));
         assert_eq!(cli.soak_minute_seconds, 60);
+    }
+
+    #[test]
+    fn a_latency_log_is_for_the_rows_not_for_a_soak() {
+        let cli = parse("--paced 0.8 --latency-log lat.txt").unwrap();
+        assert_eq!(cli.latency_log, Some(PathBuf::from("lat.txt")));
+        assert!(parse("--soak 2 --latency-log lat.txt").is_err());
     }
 
     #[test]
