@@ -19,6 +19,7 @@ mod report;
 pub mod serve;
 mod shards;
 pub mod telemetry;
+mod wal_checkpoints;
 
 use std::io::Read;
 use std::net::SocketAddr;

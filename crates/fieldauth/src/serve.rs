@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 
 use crate::config::ServeConfig;
 use crate::metrics::{self, HttpMetrics};
-use crate::{connections, health, maintenance, telemetry};
+use crate::{connections, health, maintenance, telemetry, wal_checkpoints};
 
 /// A running server. Dropping it does not stop it; call [`Server::shutdown`].
 #[derive(Debug)]
@@ -214,7 +214,7 @@ pub async fn start_on(
         config.key_reload_interval,
         stopped,
     ));
-    tasks.spawn(checkpoint_wal(
+    tasks.spawn(wal_checkpoints::run(
         store_for_checkpoints,
         stopped_for_checkpoints,
     ));
@@ -395,27 +395,6 @@ pub async fn warn_without_autovacuum(store: &Store) {
     }
 }
 
-/// How often the SQLite write-ahead log is copied into the database. A pass runs on the same
-/// cores as the requests and delays those behind it by its own CPU time: at 1 s, under 1,150
-/// exchanges a second on one core, that was about 16 ms once a second, which a core 87% busy
-/// took some 120 ms to catch up on, and p99 at 80% of capacity was 11 to 34 ms. A tenth of
-/// the copy every 100 ms kept it at 5.8 to 7.3 ms in four runs of five, for about a point of
-/// the closed loop's throughput: pages written again within the second are copied again, and
-/// each pass syncs the log (docs/performance.md). Under steady writes the log is still only
-/// reused from its start when the store restarts it (past 64 MiB).
-const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Runs SQLite's checkpoints off the requests' path (commits never run one, see the store).
-/// Nothing to do on PostgreSQL; a failure is retried at the next tick, and the log only grows
-/// until then.
-async fn checkpoint_wal(store: Store, stopped: watch::Receiver<bool>) {
-    run_every(CHECKPOINT_INTERVAL, stopped, || {
-        let store = store.clone();
-        async move { log_checkpoint(store.checkpoint().await) }
-    })
-    .await
-}
-
 /// How often PostgreSQL's tables are checked for growth that their planner statistics have
 /// not seen (`store::Store::refresh_statistics`): a hot table doubles within a second of a
 /// new database's first load.
@@ -438,21 +417,4 @@ async fn refresh_statistics(store: Store, stopped: watch::Receiver<bool>) {
         }
     })
     .await
-}
-
-/// What a checkpoint did, at `debug` when it tried to restart the log.
-fn log_checkpoint(checkpoint: Result<store::Checkpoint, store::StoreError>) {
-    match checkpoint {
-        Ok(checkpoint) if checkpoint.restarts + checkpoint.restarts_refused > 0 => {
-            tracing::debug!(
-                pages = checkpoint.wal_pages,
-                restarted = checkpoint.restarts,
-                refused = checkpoint.restarts_refused,
-                held_ms = checkpoint.writers_held.as_secs_f64() * 1e3,
-                "write-ahead log restart tried"
-            );
-        }
-        Ok(_) => {}
-        Err(error) => tracing::warn!(error = %error, "write-ahead log not checkpointed"),
-    }
 }
