@@ -52,7 +52,8 @@ pub fn create(path: &Path) -> Result<()> {
 
 /// Appends one row's requests under a `# label` line, in the order they were due: a line
 /// each, seconds since the Unix epoch and the latency in milliseconds, to the microsecond.
-pub fn append(path: &Path, label: &str, mut requests: Vec<Timed>) -> Result<()> {
+pub fn append(path: &Path, label: &str, requests: &[Timed]) -> Result<()> {
+    let mut requests: Vec<&Timed> = requests.iter().collect();
     requests.sort_by_key(|request| request.at);
     let file = std::fs::OpenOptions::new()
         .append(true)
@@ -60,7 +61,7 @@ pub fn append(path: &Path, label: &str, mut requests: Vec<Timed>) -> Result<()> 
         .with_context(|| format!("cannot open the latency log {}", path.display()))?;
     let mut out = BufWriter::new(file);
     writeln!(out, "# {label}")?;
-    for request in &requests {
+    for request in requests {
         let at = request.at.duration_since(UNIX_EPOCH).unwrap_or_default();
         writeln!(
             out,
@@ -95,8 +96,8 @@ mod tests {
             at: at(1_700_000_000_000_001),
             latency: Duration::from_micros(2_250),
         };
-        append(&path, "refresh sqlite max", vec![late, early]).unwrap();
-        append(&path, "refresh sqlite paced 80%", vec![early]).unwrap();
+        append(&path, "refresh sqlite max", &[late, early]).unwrap();
+        append(&path, "refresh sqlite paced 80%", &[early]).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "# refresh sqlite max\n\

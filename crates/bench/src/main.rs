@@ -536,13 +536,13 @@ fn log_latencies(
     workload: Workload,
     label: &str,
     mode: Mode,
-    measured: &mut workloads::Measured,
+    measured: &workloads::Measured,
 ) -> Result<()> {
     let Some(path) = &plan.latency_log else {
         return Ok(());
     };
     let row = format!("{} {} {}", workload.name(), label, mode.label());
-    latency_log::append(path, &row, std::mem::take(&mut measured.timeline))
+    latency_log::append(path, &row, &measured.requests)
 }
 
 /// One workload's closed-loop row, and its paced row if asked for; `label` is the row's
@@ -584,8 +584,8 @@ async fn measure_workload(
         ),
         _ => 0,
     };
-    let mut measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
-    log_latencies(plan, workload, label, Mode::Max, &mut measured)?;
+    let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;
+    log_latencies(plan, workload, label, Mode::Max, &measured)?;
     let max = Row::new(
         workload,
         label,
@@ -618,8 +618,8 @@ async fn measure_workload(
         Workload::Exchange => codes::per_connection(rate, timing.run_length(), timing.connections),
         _ => 0,
     };
-    let mut measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
-    log_latencies(plan, workload, label, mode, &mut measured)?;
+    let measured = workloads::run(workload, shared, server, timing, mode, codes).await?;
+    log_latencies(plan, workload, label, mode, &measured)?;
     // The ceiling measured before the closed loop, not a new one: the two rows' ratios
     // then share a denominator, so a difference between them is the server's.
     let paced = Row::new(

@@ -74,7 +74,7 @@ impl Row {
         ceiling: Option<&Ceiling>,
     ) -> Row {
         let window = measured.elapsed.as_secs_f64();
-        let summary = summarize(measured.latencies);
+        let summary = summarize(measured.requests.iter().map(|r| r.latency).collect());
         let requests = summary.map_or(0, |s| s.count);
         let ms = |pick: fn(&crate::stats::Summary) -> std::time::Duration| {
             summary.as_ref().map_or(0.0, |s| millis(pick(s)))
@@ -324,6 +324,15 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// `count` requests of `millis` ms each.
+    fn answered(count: usize, millis: u64) -> Vec<crate::latency_log::Timed> {
+        let request = crate::latency_log::Timed {
+            at: std::time::UNIX_EPOCH,
+            latency: Duration::from_millis(millis),
+        };
+        vec![request; count]
+    }
     use crate::memory::RssAround;
 
     fn ceiling() -> Ceiling {
@@ -344,7 +353,7 @@ mod tests {
                 Mode::Max,
                 4,
                 Measured {
-                    latencies: vec![Duration::from_millis(2); 10],
+                    requests: answered(10, 2),
                     errors: 0,
                     error_samples: Vec::new(),
                     elapsed: Duration::from_secs(1),
@@ -353,7 +362,6 @@ mod tests {
                     generator_cpu: Duration::ZERO,
                     stolen: Duration::ZERO,
                     rss: RssAround::default(),
-                    timeline: Vec::new(),
                 },
                 Some(&ceiling()),
             );
@@ -379,7 +387,7 @@ mod tests {
     #[test]
     fn a_row_divides_the_cpu_time_by_the_requests_of_the_window() {
         let measured = Measured {
-            latencies: vec![Duration::from_millis(2); 400],
+            requests: answered(400, 2),
             errors: 0,
             error_samples: Vec::new(),
             elapsed: Duration::from_secs(2),
@@ -392,7 +400,6 @@ mod tests {
                 peak_kib: 30 * 1024 + 512,
                 after_kib: 21 * 1024,
             },
-            timeline: Vec::new(),
         };
         let row = Row::new(
             Workload::Refresh,
@@ -439,7 +446,7 @@ mod tests {
     #[test]
     fn only_token_workloads_are_compared_with_the_signing_ceiling() {
         let measured = || Measured {
-            latencies: vec![Duration::from_millis(2); 400],
+            requests: answered(400, 2),
             elapsed: Duration::from_secs(2),
             server_cpu: Duration::from_millis(1000),
             signing_cpu: Some(Duration::from_millis(900)),
@@ -492,7 +499,7 @@ mod tests {
     #[test]
     fn a_paced_row_says_so_and_keeps_its_target() {
         let measured = || Measured {
-            latencies: vec![Duration::from_millis(3); 100],
+            requests: answered(100, 3),
             elapsed: Duration::from_secs(1),
             server_cpu: Duration::from_millis(300),
             ..Measured::default()

@@ -105,8 +105,9 @@ impl Timing {
 /// What one workload's measured window saw.
 #[derive(Debug, Default)]
 pub struct Measured {
-    /// Latencies of the requests (or flows) that completed inside the window.
-    pub latencies: Vec<Duration>,
+    /// The requests (or flows) that completed inside the window: when each was due (or
+    /// sent) and its latency.
+    pub requests: Vec<Timed>,
     /// Failed requests over the whole run, warm-up included.
     pub errors: u64,
     /// The first few failures, to say why.
@@ -121,8 +122,6 @@ pub struct Measured {
     pub stolen: Duration,
     /// The server's resident set before, during and after the run.
     pub rss: RssAround,
-    /// The same requests as `latencies`, each with when it was due (or sent).
-    pub timeline: Vec<Timed>,
 }
 
 /// How long after the connections closed the resident set is read again.
@@ -233,10 +232,9 @@ pub async fn run(
     // Each task drops its connection when it ends, closing it.
     for task in tasks {
         let log = task.await.context("a connection task failed")?;
-        measured.latencies.extend(log.latencies);
         measured
-            .timeline
-            .extend(log.timeline.into_iter().map(|(at, latency)| Timed {
+            .requests
+            .extend(log.requests.into_iter().map(|(at, latency)| Timed {
                 at: clock.wall(at.into_std()),
                 latency,
             }));
@@ -257,9 +255,8 @@ pub async fn run(
 
 #[derive(Default)]
 struct ConnectionLog {
-    latencies: Vec<Duration>,
-    /// Each of `latencies` with when its request was due (or sent).
-    timeline: Vec<(Instant, Duration)>,
+    /// When each request of the window was due (or sent), and its latency.
+    requests: Vec<(Instant, Duration)>,
     errors: u64,
     error_samples: Vec<String>,
 }
@@ -267,8 +264,7 @@ struct ConnectionLog {
 impl ConnectionLog {
     /// A request of the window, due (or sent) `at`, answered `latency` later.
     fn took(&mut self, at: Instant, latency: Duration) {
-        self.latencies.push(latency);
-        self.timeline.push((at, latency));
+        self.requests.push((at, latency));
     }
 
     /// Counts a failure and lets the connection recover; `false` when it cannot go on.
