@@ -324,16 +324,17 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::latency_log::Timed;
+    use crate::memory::RssAround;
 
     /// `count` requests of `millis` ms each.
-    fn answered(count: usize, millis: u64) -> Vec<crate::latency_log::Timed> {
-        let request = crate::latency_log::Timed {
+    fn answered(count: usize, millis: u64) -> Vec<Timed> {
+        let request = Timed {
             at: std::time::UNIX_EPOCH,
             latency: Duration::from_millis(millis),
         };
         vec![request; count]
     }
-    use crate::memory::RssAround;
 
     fn ceiling() -> Ceiling {
         Ceiling {

@@ -574,7 +574,8 @@ async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestD
         }
     };
     // The counter is the store's, which the server's background tasks (the checkpoints
-    // every 100 ms while the log is written, the key reload) share: the fewest of three runs is the query's own.
+    // every 100 ms while the log is written, the key reload) share: the fewest of three
+    // runs is the query's own.
     let mut five = u64::MAX;
     let mut fifty = u64::MAX;
     for run in 0..3 {
