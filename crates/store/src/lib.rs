@@ -39,6 +39,7 @@ mod session_ends;
 mod signin_failures;
 mod sqlite_inline;
 mod sqlite_sync;
+mod sqlite_wal_writes;
 mod statistics;
 mod tenant;
 mod tenants;

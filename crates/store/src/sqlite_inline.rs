@@ -128,7 +128,12 @@ impl InlineSqlite {
         };
         // No mutex: the pool hands a connection to one user at a time.
         let flags = access | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags).map_err(refusal)?;
+        // Each commit's log frames in one write (`sqlite_wal_writes.rs`).
+        let conn = match crate::sqlite_wal_writes::registered() {
+            Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+            None => Connection::open_with_flags(path, flags),
+        }
+        .map_err(refusal)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut inline = InlineSqlite {
             conn,
