@@ -314,20 +314,22 @@ impl LogFile {
     }
 }
 
-/// The log file behind SQLite's pointer, with what was gathered handed on first. A
-/// failure to hand on is `failed`, an I/O error of the method: not `SQLITE_FULL`, on which
-/// SQLite may undo only the statement and go on with a transaction whose frames were lost.
+/// Runs `method` on the log file behind SQLite's pointer once what was gathered is handed
+/// on. A failure to hand on is `failed`, an I/O error of the method: not `SQLITE_FULL`, on
+/// which SQLite may undo only the statement and go on with a transaction whose frames were
+/// lost.
 #[allow(unsafe_code)]
-unsafe fn handed_on<'a>(
+unsafe fn handed_on(
     file: *mut ffi::sqlite3_file,
     failed: c_int,
-) -> Result<&'a mut LogFile, c_int> {
+    method: impl FnOnce(&mut LogFile) -> c_int,
+) -> c_int {
     // SAFETY: SQLite calls these methods only with files `open` initialized as a `LogFile`,
     // one call at a time per file.
     let log = unsafe { &mut *file.cast::<LogFile>() };
     match log.hand_on() {
-        ffi::SQLITE_OK => Ok(log),
-        _ => Err(failed),
+        ffi::SQLITE_OK => method(log),
+        _ => failed,
     }
 }
 
@@ -364,22 +366,17 @@ unsafe extern "C" fn read(
     amount: c_int,
     offset: ffi::sqlite3_int64,
 ) -> c_int {
-    // SAFETY: see `handed_on`.
-    let log = match unsafe { handed_on(file, ffi::SQLITE_IOERR_READ) } {
-        Ok(log) => log,
-        Err(rc) => return rc,
+    let method = |log: &mut LogFile| {
+        let end = offset.saturating_add(i64::from(amount));
+        match log.methods().xRead {
+            _ if log.lost_from.is_some_and(|from| end > from) => ffi::SQLITE_IOERR_READ,
+            // SAFETY: SQLite's own arguments, for the file underneath.
+            Some(read) => unsafe { read(log.inner, bytes, amount, offset) },
+            None => ffi::SQLITE_IOERR_READ,
+        }
     };
-    if log
-        .lost_from
-        .is_some_and(|from| offset.saturating_add(i64::from(amount)) > from)
-    {
-        return ffi::SQLITE_IOERR_READ;
-    }
-    match log.methods().xRead {
-        // SAFETY: SQLite's own arguments, for the file underneath.
-        Some(read) => unsafe { read(log.inner, bytes, amount, offset) },
-        None => ffi::SQLITE_IOERR_READ,
-    }
+    // SAFETY: see `handed_on`.
+    unsafe { handed_on(file, ffi::SQLITE_IOERR_READ, method) }
 }
 
 #[allow(unsafe_code)]
@@ -401,32 +398,30 @@ unsafe extern "C" fn write(
 
 #[allow(unsafe_code)]
 unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    // SAFETY: see `handed_on`.
-    let log = match unsafe { handed_on(file, ffi::SQLITE_IOERR_FSYNC) } {
-        Ok(log) => log,
-        Err(rc) => return rc,
+    let method = |log: &mut LogFile| {
+        log.through = true;
+        match log.methods().xSync {
+            // SAFETY: SQLite's own arguments, for the file underneath.
+            Some(sync) => unsafe { sync(log.inner, flags) },
+            None => ffi::SQLITE_IOERR_FSYNC,
+        }
     };
-    log.through = true;
-    match log.methods().xSync {
-        // SAFETY: SQLite's own arguments, for the file underneath.
-        Some(sync) => unsafe { sync(log.inner, flags) },
-        None => ffi::SQLITE_IOERR_FSYNC,
-    }
+    // SAFETY: see `handed_on`.
+    unsafe { handed_on(file, ffi::SQLITE_IOERR_FSYNC, method) }
 }
 
 #[allow(unsafe_code)]
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
-    // SAFETY: see `handed_on`.
-    let log = match unsafe { handed_on(file, ffi::SQLITE_IOERR_TRUNCATE) } {
-        Ok(log) => log,
-        Err(rc) => return rc,
+    let method = |log: &mut LogFile| {
+        log.appended_to = log.appended_to.min(size);
+        match log.methods().xTruncate {
+            // SAFETY: SQLite's own arguments, for the file underneath.
+            Some(truncate) => unsafe { truncate(log.inner, size) },
+            None => ffi::SQLITE_IOERR_TRUNCATE,
+        }
     };
-    log.appended_to = log.appended_to.min(size);
-    match log.methods().xTruncate {
-        // SAFETY: SQLite's own arguments, for the file underneath.
-        Some(truncate) => unsafe { truncate(log.inner, size) },
-        None => ffi::SQLITE_IOERR_TRUNCATE,
-    }
+    // SAFETY: see `handed_on`.
+    unsafe { handed_on(file, ffi::SQLITE_IOERR_TRUNCATE, method) }
 }
 
 /// The methods below hand what was gathered on first, then call the default VFS's own.
@@ -434,16 +429,13 @@ macro_rules! handed_on_then {
     ($name:ident, $method:ident, ($($arg:ident: $ty:ty),*), $failed:expr, $missing:expr) => {
         #[allow(unsafe_code)]
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
-            // SAFETY: see `handed_on`.
-            let log = match unsafe { handed_on(file, $failed) } {
-                Ok(log) => log,
-                Err(rc) => return rc,
-            };
-            match log.methods().$method {
+            let method = |log: &mut LogFile| match log.methods().$method {
                 // SAFETY: SQLite's own arguments, for the file underneath.
                 Some(method) => unsafe { method(log.inner, $($arg),*) },
                 None => $missing,
-            }
+            };
+            // SAFETY: see `handed_on`.
+            unsafe { handed_on(file, $failed, method) }
         }
     };
 }
