@@ -342,16 +342,15 @@ unsafe fn log_file<'a>(file: *mut ffi::sqlite3_file) -> &'a mut LogFile {
 
 #[allow(unsafe_code)]
 unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: see `log_file`; the struct is read out and dropped here, once.
-    let log = unsafe { log_file(file) };
+    // SAFETY: initialized in `open`; SQLite closes a file once and never uses it after, so
+    // the struct is moved out here and dropped at the end (SQLite frees its memory).
+    let mut log = unsafe { file.cast::<LogFile>().read() };
     let handed = log.hand_on();
     let closed = match log.methods().xClose {
         // SAFETY: the inner file is open; closing it is its last use.
         Some(close) => unsafe { close(log.inner) },
         None => ffi::SQLITE_OK,
     };
-    // SAFETY: initialized in `open`; SQLite never uses the file after its close.
-    unsafe { std::ptr::drop_in_place(file.cast::<LogFile>()) };
     if handed != ffi::SQLITE_OK {
         handed
     } else {
