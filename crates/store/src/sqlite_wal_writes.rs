@@ -201,33 +201,31 @@ impl LogFile {
         unsafe { &*(*self.inner).pMethods }
     }
 
-    /// Hands the gathered bytes to the default VFS's write, as one.
+    /// The default VFS's write of `bytes` at `offset`, which copies them.
     #[allow(unsafe_code)]
+    fn write_underneath(&self, bytes: &[u8], offset: i64) -> c_int {
+        let Some(write) = self.methods().xWrite else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        let Ok(amount) = c_int::try_from(bytes.len()) else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        // SAFETY: `bytes` holds `amount` bytes; the file underneath is open.
+        unsafe { write(self.inner, bytes.as_ptr().cast(), amount, offset) }
+    }
+
+    /// Hands the gathered bytes to the default VFS's write, as one. Whatever it returns,
+    /// they are dropped: an error fails the transaction that wrote them (`lost_from`).
     fn hand_on(&mut self) -> c_int {
         if self.gathered.is_empty() {
             return ffi::SQLITE_OK;
         }
-        let Some(write) = self.methods().xWrite else {
-            return ffi::SQLITE_IOERR_WRITE;
-        };
-        let Ok(amount) = c_int::try_from(self.gathered.len()) else {
-            return ffi::SQLITE_IOERR_WRITE;
-        };
-        // SAFETY: `gathered` holds `amount` bytes; the default write copies them. Whatever
-        // it returns, they are dropped: an error fails the transaction that wrote them.
-        let rc = unsafe {
-            write(
-                self.inner,
-                self.gathered.as_ptr().cast(),
-                amount,
-                self.start,
-            )
-        };
+        let rc = self.write_underneath(&self.gathered, self.start);
         if rc != ffi::SQLITE_OK {
-            self.lost_from = Some(
-                self.lost_from
-                    .map_or(self.start, |from| from.min(self.start)),
-            );
+            let from = self
+                .lost_from
+                .map_or(self.start, |from| from.min(self.start));
+            self.lost_from = Some(from);
         }
         self.gathered.clear();
         rc
@@ -258,20 +256,11 @@ impl LogFile {
     }
 
     /// A write straight to the file underneath, after what was gathered.
-    #[allow(unsafe_code)]
     fn write_through(&mut self, bytes: &[u8], offset: i64) -> c_int {
-        let rc = self.hand_on();
-        if rc != ffi::SQLITE_OK {
-            return rc;
+        match self.hand_on() {
+            ffi::SQLITE_OK => self.write_underneath(bytes, offset),
+            rc => rc,
         }
-        let Some(write) = self.methods().xWrite else {
-            return ffi::SQLITE_IOERR_WRITE;
-        };
-        let Ok(amount) = c_int::try_from(bytes.len()) else {
-            return ffi::SQLITE_IOERR_WRITE;
-        };
-        // SAFETY: `bytes` holds `amount` bytes; the default write copies them.
-        unsafe { write(self.inner, bytes.as_ptr().cast(), amount, offset) }
     }
 
     fn write(&mut self, bytes: &[u8], offset: i64) -> c_int {
