@@ -69,6 +69,12 @@ pub struct Cli {
     /// reports each minute instead.
     #[arg(long, conflicts_with = "soak")]
     pub latency_log: Option<PathBuf>,
+    /// Run the server under valgrind's callgrind and report the instructions it executed per
+    /// request in each window (user space only), writing each window's dump to this
+    /// directory: counts that repeat whatever the host does, for changes too small to tell
+    /// from CPU time on a shared host (docs/benchmarks.md). Closed-loop workloads only.
+    #[arg(long, conflicts_with_all = ["soak", "paced", "paced_rate"])]
+    pub callgrind: Option<PathBuf>,
     /// The server's `--log` filter. `info` (its default) logs a line per request.
     #[arg(long, default_value = "info")]
     pub server_log: String,

@@ -3,6 +3,7 @@
 //! workload on its own, then prints a table and optionally writes JSON. With
 //! `--target node-oidc-provider` it measures that server's token endpoint the same way.
 
+mod callgrind;
 mod ceiling;
 mod cli;
 mod codes;
@@ -125,6 +126,12 @@ async fn run(cli: &Cli) -> Result<Finished> {
     if cli.tenants > 0 && cli.target == ServerTarget::NodeOidcProvider {
         bail!("--tenants is for fieldauth: node-oidc-provider keeps its state in memory");
     }
+    if let Some(dir) = &cli.callgrind {
+        if cli.target == ServerTarget::NodeOidcProvider {
+            bail!("--callgrind is for fieldauth: valgrind does not count a JIT's code usefully");
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("--callgrind {}", dir.display()))?;
+    }
     let soak = match cli.soak {
         Some(_) if cli.target == ServerTarget::NodeOidcProvider => {
             bail!("--soak is for fieldauth: node-oidc-provider has no sign-in pages or API")
@@ -241,6 +248,9 @@ async fn run(cli: &Cli) -> Result<Finished> {
         println!("{}", report::table(&rows));
         if let Some(warning) = report::unsteady_ceiling(&rows) {
             println!("{warning}\n");
+        }
+        if let Some(counts) = report::instruction_counts(&rows) {
+            println!("{counts}\n");
         }
     }
     for soak in &soaks {
@@ -394,6 +404,12 @@ async fn run_backend(
         cpus: cli.server_cpus.clone(),
         log_filter: cli.server_log.clone(),
         log_path: logs.path().join("server.log"),
+        // valgrind writes the dumps from the server's own directory.
+        callgrind: cli
+            .callgrind
+            .as_deref()
+            .map(std::fs::canonicalize)
+            .transpose()?,
     };
     let server = Server::start(&settings).await?;
     let idle_rss_kib = idle_rss(&server, backend.name()).await?;
@@ -576,12 +592,14 @@ async fn measure_workload(
     // No server answers faster than its cores can sign, so this bounds the exchanges. The
     // highest ceiling of the run, not this one alone: on a host whose core slows and
     // speeds up, a ceiling measured low ran the pool dry mid-window.
+    let bound = match server.counter() {
+        Some(_) => callgrind::RESPONSES_PER_SECOND,
+        None => *highest_ceiling * plan.server_cores as f64,
+    };
     let codes = match (workload, &ceiling) {
-        (Workload::Exchange, Some(_)) => codes::per_connection(
-            *highest_ceiling * plan.server_cores as f64,
-            timing.run_length(),
-            timing.connections,
-        ),
+        (Workload::Exchange, Some(_)) => {
+            codes::per_connection(bound, timing.run_length(), timing.connections)
+        }
         _ => 0,
     };
     let measured = workloads::run(workload, shared, server, timing, Mode::Max, codes).await?;

@@ -62,6 +62,10 @@ pub struct Row {
     pub rss_before_kib: u64,
     pub rss_peak_kib: u64,
     pub rss_after_kib: u64,
+    /// Under `--callgrind`: the instructions the server executed in the window per request
+    /// kept, and the window's dump.
+    pub instructions_per_request: Option<f64>,
+    pub callgrind_dump: Option<std::path::PathBuf>,
 }
 
 impl Row {
@@ -85,6 +89,10 @@ impl Row {
             n => millis(measured.server_cpu) / n as f64,
         };
         let signs_per_cpu_s = ceiling.map(Ceiling::per_cpu_second);
+        let (callgrind_dump, instructions) = measured.instructions.unzip();
+        let instructions_per_request = instructions
+            .filter(|_| requests > 0)
+            .map(|count| count as f64 / requests as f64);
         let (paced_fraction, target_requests_per_s) = match mode {
             Mode::Max => (None, None),
             Mode::Paced { fraction, rate, .. } => (Some(fraction), Some(rate)),
@@ -122,8 +130,30 @@ impl Row {
             rss_before_kib: measured.rss.before_kib,
             rss_peak_kib: measured.rss.peak_kib,
             rss_after_kib: measured.rss.after_kib,
+            instructions_per_request,
+            callgrind_dump,
         }
     }
+}
+
+/// Under `--callgrind`, a line per row: the instructions per request and the dump that
+/// `callgrind_annotate` reads for where they went.
+pub fn instruction_counts(rows: &[Row]) -> Option<String> {
+    let lines: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let per_request = r.instructions_per_request?;
+            let dump = r.callgrind_dump.as_ref()?;
+            Some(format!(
+                "callgrind: {} on {}, {} requests: {per_request:.0} instructions per request ({})",
+                r.workload.name(),
+                r.backend,
+                r.requests,
+                dump.display()
+            ))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// The rows as an aligned text table.
@@ -363,6 +393,7 @@ mod tests {
                     generator_cpu: Duration::ZERO,
                     stolen: Duration::ZERO,
                     rss: RssAround::default(),
+                    instructions: None,
                 },
                 Some(&ceiling()),
             );
@@ -401,6 +432,7 @@ mod tests {
                 peak_kib: 30 * 1024 + 512,
                 after_kib: 21 * 1024,
             },
+            instructions: Some(("/tmp/cg/callgrind.out.7.1".into(), 4_000_000_000)),
         };
         let row = Row::new(
             Workload::Refresh,
@@ -433,7 +465,7 @@ mod tests {
             (row.rss_before_kib, row.rss_peak_kib, row.rss_after_kib),
             (20480, 31232, 21504)
         );
-        let table = table(&[row]);
+        let table = table(std::slice::from_ref(&row));
         assert!(table.contains("| refresh  | sqlite  | max  |"), "{table}");
         assert!(
             table.ends_with(
@@ -442,6 +474,14 @@ mod tests {
             "{table}"
         );
         assert_eq!(table.lines().count(), 3, "{table}");
+        assert_eq!(row.instructions_per_request, Some(10_000_000.0));
+        assert_eq!(
+            instruction_counts(std::slice::from_ref(&row)).as_deref(),
+            Some(
+                "callgrind: refresh on sqlite, 400 requests: 10000000 instructions per request \
+                 (/tmp/cg/callgrind.out.7.1)"
+            )
+        );
     }
 
     #[test]

@@ -2,12 +2,15 @@
 //! server it is compared with) on free loopback ports, optionally pinned with `taskset`,
 //! awaited on its readiness URLs, stopped with SIGTERM, and its CPU time read from `/proc`.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::process::{Child, Command};
+
+use crate::callgrind;
 
 /// How to start the server.
 #[derive(Debug, Clone)]
@@ -20,6 +23,8 @@ pub struct ServerSettings {
     pub log_filter: String,
     /// Where its stdout and stderr go.
     pub log_path: PathBuf,
+    /// Run it under callgrind, its dumps in this directory (`--callgrind`).
+    pub callgrind: Option<PathBuf>,
 }
 
 /// What [`Server::launch`] starts: fieldauth, or another server compared with it.
@@ -28,6 +33,8 @@ pub struct Launch {
     pub command: Command,
     /// The executable the process must turn out to be, `taskset` having exec'd into it.
     pub bin: PathBuf,
+    /// The process is valgrind running `bin`, whose instructions it counts.
+    pub callgrind: Option<PathBuf>,
     /// URLs that all answer 200 once the server is ready.
     pub ready: Vec<String>,
     pub issuer: String,
@@ -53,6 +60,7 @@ pub fn pinned(cpus: Option<&str>, bin: &Path) -> Command {
 pub struct Server {
     child: Option<Child>,
     pid: u32,
+    counter: Option<callgrind::Counter>,
     pub issuer: String,
     pub api_url: String,
     log_path: PathBuf,
@@ -66,7 +74,15 @@ impl Server {
         let (auth_port, api_port) = free_ports()?;
         let issuer = format!("http://127.0.0.1:{auth_port}");
         let api_url = format!("http://127.0.0.1:{api_port}");
-        let mut command = pinned(settings.cpus.as_deref(), &settings.bin);
+        let mut command = match &settings.callgrind {
+            Some(dir) => {
+                let wrapper = callgrind::wrapper(dir);
+                let mut command = pinned(settings.cpus.as_deref(), Path::new(&wrapper[0]));
+                command.args(&wrapper[1..]).arg(&settings.bin);
+                command
+            }
+            None => pinned(settings.cpus.as_deref(), &settings.bin),
+        };
         command
             .arg("--database-url")
             .arg(&settings.database_url)
@@ -82,6 +98,7 @@ impl Server {
         let launch = Launch {
             command,
             bin: settings.bin.clone(),
+            callgrind: settings.callgrind.clone(),
             ready,
             issuer,
             api_url,
@@ -96,6 +113,7 @@ impl Server {
         let Launch {
             mut command,
             bin,
+            callgrind,
             ready,
             issuer,
             api_url,
@@ -117,6 +135,9 @@ impl Server {
         let mut server = Server {
             child: Some(child),
             pid,
+            counter: callgrind
+                .as_deref()
+                .map(|dir| callgrind::Counter::new(pid, dir)),
             issuer,
             api_url,
             log_path,
@@ -164,11 +185,14 @@ impl Server {
     }
 
     /// The child must be the server itself, not `taskset` (which execs into it), or its CPU
-    /// time would be the wrong process's.
+    /// time would be the wrong process's; under callgrind, valgrind running the server.
     fn check_is(&self, bin: &Path) -> Result<()> {
         let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid))
             .with_context(|| format!("cannot read /proc/{}/exe", self.pid))?;
         let expected = std::fs::canonicalize(bin)?;
+        if self.counter.is_some() {
+            return self.check_runs_under_valgrind(&exe, &expected);
+        }
         if exe != expected {
             bail!(
                 "process {} is {}, not the server {}",
@@ -178,6 +202,32 @@ impl Server {
             );
         }
         Ok(())
+    }
+
+    /// Valgrind's tool (`callgrind-ARCH-linux`) with the server among its arguments.
+    fn check_runs_under_valgrind(&self, exe: &Path, server: &Path) -> Result<()> {
+        let tool = exe
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with("callgrind-"));
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid))?;
+        let runs_server = cmdline
+            .split(|byte| *byte == 0)
+            .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)) == server);
+        if !(tool && runs_server) {
+            bail!(
+                "process {} is {}, not callgrind running the server {}",
+                self.pid,
+                exe.display(),
+                server.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Callgrind's counts of the server, under `--callgrind`.
+    pub fn counter(&self) -> Option<&callgrind::Counter> {
+        self.counter.as_ref()
     }
 
     /// The server's process id, for what `/proc` says of it.

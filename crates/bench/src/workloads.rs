@@ -1,6 +1,7 @@
 //! The workloads, each on its own: connections that repeat one request (or one whole flow)
 //! through a warm-up and a measured window, closed-loop or paced, and what the window saw.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,6 +123,8 @@ pub struct Measured {
     pub stolen: Duration,
     /// The server's resident set before, during and after the run.
     pub rss: RssAround,
+    /// Under `--callgrind`: the window's dump and the instructions it counted.
+    pub instructions: Option<(PathBuf, u64)>,
 }
 
 /// How long after the connections closed the resident set is read again.
@@ -183,14 +186,25 @@ pub async fn run(
     if let Some(url) = &shared.statistics {
         analyze(url).await?;
     }
+    if let Some(counter) = server.counter() {
+        counter.instrument().await?;
+    }
     let clock = Clock::now();
     let start = Instant::now();
     let from = start + timing.warmup;
     let to = from + timing.duration;
+    // Under callgrind the window opens and closes with no request in flight, so that its
+    // count is of exactly the requests it keeps.
+    let gates = server
+        .counter()
+        .map(|_| Arc::new(Gates::new(connections.len())));
     let tasks: Vec<_> = match schedules {
         None => connections
             .into_iter()
-            .map(|connection| tokio::spawn(drive(connection, from, to)))
+            .map(|connection| match &gates {
+                Some(gates) => tokio::spawn(drive_gated(connection, Arc::clone(gates), from, to)),
+                None => tokio::spawn(drive(connection, from, to)),
+            })
             .collect(),
         Some(schedules) => connections
             .into_iter()
@@ -202,6 +216,11 @@ pub async fn run(
     };
 
     tokio::time::sleep_until(from).await;
+    if let (Some(counter), Some(gates)) = (server.counter(), &gates) {
+        gates.idle.wait().await;
+        counter.zero().await?;
+        gates.open.wait().await;
+    }
     let (server_from, signing_from, own_from, stolen_from, at_from) = (
         server.cpu_time()?,
         server.signing_cpu_time()?,
@@ -210,6 +229,9 @@ pub async fn run(
         Instant::now(),
     );
     tokio::time::sleep_until(to).await;
+    if let Some(gates) = &gates {
+        gates.idle.wait().await;
+    }
     let (server_to, signing_to, own_to, stolen_to, at_to) = (
         server.cpu_time()?,
         server.signing_cpu_time()?,
@@ -218,6 +240,10 @@ pub async fn run(
         Instant::now(),
     );
 
+    let instructions = match server.counter() {
+        Some(counter) => Some(counter.dump(workload.name()).await?),
+        None => None,
+    };
     let rss_peak = sampler.stop(server.pid());
     let mut measured = Measured {
         elapsed: at_to - at_from,
@@ -227,6 +253,7 @@ pub async fn run(
             .map(|(to, from)| to.saturating_sub(from)),
         generator_cpu: own_to.saturating_sub(own_from),
         stolen: stolen_to.saturating_sub(stolen_from),
+        instructions,
         ..Measured::default()
     };
     // Each task drops its connection when it ends, closing it.
@@ -301,6 +328,53 @@ async fn drive(mut connection: Connection, from: Instant, to: Instant) -> Connec
                     break;
                 }
             }
+        }
+    }
+    log
+}
+
+/// Where the connections of a counted window ([`drive_gated`]) wait for each other and for
+/// the counter: `idle` once each has its last request answered (at the window's two edges),
+/// `open` when the counter has been zeroed.
+struct Gates {
+    idle: tokio::sync::Barrier,
+    open: tokio::sync::Barrier,
+}
+
+impl Gates {
+    fn new(connections: usize) -> Gates {
+        // The connections and the task that counts.
+        Gates {
+            idle: tokio::sync::Barrier::new(connections + 1),
+            open: tokio::sync::Barrier::new(connections + 1),
+        }
+    }
+}
+
+/// As [`drive`], but the window's edges are quiet: at `from` the connection finishes its
+/// request and waits until the counter is zeroed, and at `to` it finishes its request and
+/// says so; it keeps every request sent in between. A connection that fails for good still
+/// passes the gates, so the others are not held.
+async fn drive_gated(
+    mut connection: Connection,
+    gates: Arc<Gates>,
+    from: Instant,
+    to: Instant,
+) -> ConnectionLog {
+    let mut log = ConnectionLog::default();
+    let mut usable = true;
+    for (until, keep) in [(from, false), (to, true)] {
+        while usable && Instant::now() < until {
+            let started = Instant::now();
+            match connection.once().await {
+                Ok(()) if keep => log.took(started, started.elapsed()),
+                Ok(()) => {}
+                Err(error) => usable = log.failed(error, &mut connection).await,
+            }
+        }
+        gates.idle.wait().await;
+        if !keep {
+            gates.open.wait().await;
         }
     }
     log

@@ -180,6 +180,7 @@ pub async fn start(
     let launch = Launch {
         command,
         bin: installation.node.clone(),
+        callgrind: None,
         ready: vec![
             format!("{issuer}/.well-known/openid-configuration"),
             seeder.readiness_url(),
