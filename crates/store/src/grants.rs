@@ -1,11 +1,12 @@
 //! Grants and their refresh tokens. A grant is what one redeemed authorization code issued
 //! (the token family of spec §5.7); its refresh tokens rotate within it, and revoking it ends
-//! every token it issued. Redemption and rotation are single conditional updates, so two
-//! concurrent attempts can never both succeed, on one node or several. What a refused
-//! rotation comes to (reuse, or a retry within the client's window) is `grants_retry.rs`.
+//! every token it issued. Redemption and rotation are conditional updates (on SQLite the
+//! rotation is a transaction under the write lock, `sqlite_rotation.rs`), so two concurrent
+//! attempts can never both succeed, on one node or several. What a refused rotation comes to
+//! (reuse, or a retry within the client's window) is `grants_retry.rs`.
 
 use sqlx::any::AnyRow;
-use sqlx::{FromRow, Row};
+use sqlx::FromRow;
 
 use crate::db::Backend;
 use crate::error::StoreError;
@@ -81,6 +82,12 @@ pub(crate) struct GrantAndUser {
     name: String,
     email: String,
     user_created_at: i64,
+}
+
+impl GrantAndUser {
+    pub(crate) fn grant_id(&self) -> &str {
+        &self.grant.grant_id
+    }
 }
 
 /// A grant and its user, as a rotation (or a retry) returns them.
@@ -273,59 +280,56 @@ impl TenantStore<'_> {
         grant_max_age: UnixTime,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
-        // One statement on either backend, so no transaction (on SQLite BEGIN and COMMIT
-        // would each be a trip to the connection's thread). On SQLite it still takes the
-        // process's turn to write rather than wait in SQLite's busy handler.
-        let (statement, rows_written) = match self.backend() {
-            Backend::Postgres => (&*POSTGRES_ROTATION, 1),
-            Backend::Sqlite => (&*SQLITE_ROTATION, 2),
+        let presented = Presented {
+            token_hash,
+            client,
+            next,
+            grant_max_age,
+            now,
         };
-        let (known_created_at, known_revision) = expected_values(client.known);
-        let rows: Vec<AnyRow> = {
-            let _turn = self.write_turn().await;
-            sqlx::query(statement)
-                .bind(now)
-                .bind(self.id_str())
-                .bind(token_hash.to_vec())
-                .bind(client.client_id)
-                .bind(next.token_hash.to_vec())
-                .bind(next.expires_at)
-                .bind(grant_max_age)
-                .bind(client.dpop_jkt)
-                .bind(known_created_at)
-                .bind(known_revision)
-                .fetch_all(self.pool())
-                .await?
-        };
-        // The turn is given back first: a retry takes it again for its transaction, and the
-        // turn is not reentrant.
-        let complete = rows.len() == rows_written;
-        // The row that carries the grant (on SQLite, the successor's).
-        let found = rows
-            .iter()
-            .find(|row| matches!(row.try_get::<Option<String>, _>("client_id"), Ok(Some(_))));
-        match found.map(GrantAndUser::from_row).transpose()? {
-            None if rows.is_empty() => {
-                let presented = Presented {
-                    token_hash,
-                    client,
-                    next,
-                    grant_max_age,
-                    now,
-                };
-                self.diagnose_refusal(&presented).await
+        let found = match self.backend() {
+            Backend::Postgres => {
+                self.rotation_statement::<GrantAndUser>(&POSTGRES_ROTATION, &presented)
+                    .fetch_optional(self.pool())
+                    .await?
             }
-            Some(found) if complete => {
+            Backend::Sqlite => self.rotate_on_sqlite(&presented).await?,
+        };
+        // SQLite's turn to write is given back by now: a retry takes it again for its
+        // transaction, and the turn is not reentrant.
+        match found {
+            Some(found) => {
                 let (grant, user) = grant_and_user(found);
                 Ok(RefreshRotation::Rotated(grant, user))
             }
-            // Only a successor whose hash is a stored token's (a 256-bit collision) is left
-            // out on SQLite, and the presented token is then spent: the client signs in
-            // again. (PostgreSQL's insert fails on the same collision, and nothing is spent.)
-            _ => Err(StoreError::Corrupt(
-                "a refresh rotation stored no successor",
-            )),
+            None => self.diagnose_refusal(&presented).await,
         }
+    }
+
+    /// A rotation's statement with its ten placeholders bound: `$1` now, `$2` the tenant,
+    /// `$3` the presented token's hash, `$4` the client, `$5` and `$6` the successor's hash
+    /// and expiry, `$7` the grant's maximum age, `$8` the request's DPoP key, `$9` and `$10`
+    /// the state of the client's copy ([`RefreshingClient::known`]).
+    pub(crate) fn rotation_statement<'q, R>(
+        &'q self,
+        statement: &'q str,
+        presented: &Presented<'q>,
+    ) -> sqlx::query::QueryAs<'q, sqlx::Any, R, sqlx::any::AnyArguments<'q>>
+    where
+        R: for<'r> FromRow<'r, AnyRow>,
+    {
+        let (known_created_at, known_revision) = expected_values(presented.client.known);
+        sqlx::query_as(statement)
+            .bind(presented.now)
+            .bind(self.id_str())
+            .bind(presented.token_hash.to_vec())
+            .bind(presented.client.client_id)
+            .bind(presented.next.token_hash.to_vec())
+            .bind(presented.next.expires_at)
+            .bind(presented.grant_max_age)
+            .bind(presented.client.dpop_jkt)
+            .bind(known_created_at)
+            .bind(known_revision)
     }
 
     /// A refresh token's grant and state, whatever that state is.
@@ -361,7 +365,7 @@ pub(crate) fn grant_stands(t: &str, client: &str, max_age: &str, now: &str) -> S
 /// the condition reads anyway, so a rotation pays nothing for it. And its client must still be
 /// enabled and in the state `$9`, `$10` ([`RefreshingClient::known`]; both NULL: any): one
 /// lookup by the client's key, which spares the caller a read of the client before it.
-fn grant_stands_for_key(t: &str) -> String {
+pub(crate) fn grant_stands_for_key(t: &str) -> String {
     grant_stands_and(
         t,
         "$4",
@@ -409,67 +413,5 @@ static POSTGRES_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new
          JOIN grants g ON g.tenant_id = $2 AND g.grant_id = c.grant_id \
          JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id",
         stands = grant_stands_for_key("refresh_tokens"),
-    )
-});
-
-/// SQLite's rotation, one statement (SQLite has no data-modifying CTEs): an insert of two
-/// rows, the presented token's hash and its successor's, from a read of the presented token
-/// that requires it live, unexpired, of this client's standing grant and of a user who is
-/// still a member of its organization; the successor expires with the grant at the latest.
-/// The presented token's row conflicts with itself, and the upsert consumes it, recording
-/// the successor's hash; the successor's is inserted. SQLite reads an insert's source in full
-/// before it writes when both are one table, so the two rows stand or fall together, and a
-/// token already consumed gives none. The successor's returned row (the one not consumed)
-/// carries the grant and its user, each column a lookup of its own (RETURNING cannot join);
-/// the consumed one's are NULL, which halves those lookups.
-static SQLITE_ROTATION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let grant = |column: &str| {
-        format!(
-            "CASE WHEN refresh_tokens.consumed_at IS NULL THEN \
-               (SELECT g.{column} FROM grants g \
-                WHERE g.tenant_id = refresh_tokens.tenant_id \
-                  AND g.grant_id = refresh_tokens.grant_id) END"
-        )
-    };
-    let user = |column: &str| {
-        format!(
-            "CASE WHEN refresh_tokens.consumed_at IS NULL THEN \
-               (SELECT u.{column} FROM grants g \
-                 JOIN users u ON u.tenant_id = g.tenant_id AND u.user_id = g.user_id \
-                WHERE g.tenant_id = refresh_tokens.tenant_id \
-                  AND g.grant_id = refresh_tokens.grant_id) END"
-        )
-    };
-    format!(
-        "INSERT INTO refresh_tokens (tenant_id, token_hash, grant_id, created_at, expires_at) \
-         SELECT t.tenant_id, v.column1, t.grant_id, $1, \
-           MIN($6, (SELECT g.created_at + $7 FROM grants g \
-                    WHERE g.tenant_id = t.tenant_id AND g.grant_id = t.grant_id)) \
-         FROM refresh_tokens t, (VALUES ($3), ($5)) v \
-         WHERE t.tenant_id = $2 AND t.token_hash = $3 AND t.consumed_at IS NULL \
-           AND t.expires_at > $1 AND {stands} \
-         ON CONFLICT (tenant_id, token_hash) DO UPDATE SET consumed_at = $1, successor_hash = $5 \
-           WHERE refresh_tokens.token_hash = $3 AND refresh_tokens.consumed_at IS NULL \
-         RETURNING grant_id, {client_id} AS client_id, {user_id} AS user_id, \
-           {organization_guid} AS organization_guid, {scope} AS scope, \
-           {auth_time} AS auth_time, {created_at} AS created_at, \
-           {revoked_at} AS revoked_at, {sid} AS sid, {amr} AS amr, {username} AS username, \
-           {password_hash} AS password_hash, {name} AS name, {email} AS email, \
-           {user_created_at} AS user_created_at",
-        client_id = grant("client_id"),
-        user_id = grant("user_id"),
-        organization_guid = grant("organization_guid"),
-        scope = grant("scope"),
-        auth_time = grant("auth_time"),
-        created_at = grant("created_at"),
-        revoked_at = grant("revoked_at"),
-        sid = grant("sid"),
-        amr = grant("amr"),
-        username = user("username"),
-        password_hash = user("password_hash"),
-        name = user("name"),
-        email = user("email"),
-        user_created_at = user("created_at"),
-        stands = grant_stands_for_key("t"),
     )
 });

@@ -38,6 +38,7 @@ mod second_factors;
 mod session_ends;
 mod signin_failures;
 mod sqlite_inline;
+mod sqlite_rotation;
 mod sqlite_sync;
 mod sqlite_wal_writes;
 mod statistics;
