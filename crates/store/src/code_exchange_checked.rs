@@ -64,10 +64,10 @@ pub enum CheckedExchange {
 /// The returned row: the code as redeemed, whether the refresh token was stored (its scope
 /// holds `offline_access`), and the user, all `NULL` when the redemption named no grant.
 #[derive(sqlx::FromRow)]
-struct CheckedRow {
+pub(crate) struct CheckedRow {
     #[sqlx(flatten)]
-    code: AuthorizationCode,
-    offline: i64,
+    pub(crate) code: AuthorizationCode,
+    pub(crate) offline: i64,
     username: Option<String>,
     password_hash: Option<String>,
     name: Option<String>,
@@ -84,10 +84,10 @@ impl TenantStore<'_> {
         presented: &PresentedCode<'_>,
         now: UnixTime,
     ) -> Result<CheckedExchange, StoreError> {
-        let exchange = match self.backend() {
-            Backend::Postgres => sqlx::query_as(&POSTGRES_CHECKED_EXCHANGE),
-            Backend::Sqlite => sqlx::query_as(&SQLITE_CHECKED_EXCHANGE),
-        }
+        let exchange = sqlx::query_as(match self.backend() {
+            Backend::Postgres => &POSTGRES_CHECKED_EXCHANGE,
+            Backend::Sqlite => &crate::sqlite_exchange::READ,
+        })
         .bind(now)
         .bind(self.id_str().to_owned())
         .bind(presented.code_hash.to_vec())
@@ -102,7 +102,22 @@ impl TenantStore<'_> {
         .bind(presented.dpop_jkt.map(str::to_owned));
         let rows: Vec<CheckedRow> = match self.backend() {
             Backend::Postgres => exchange.fetch_all(self.pool()).await?,
-            Backend::Sqlite => self.sqlite_batch(exchange).await?,
+            Backend::Sqlite => {
+                let refresh_token = (
+                    presented.refresh_token.token_hash,
+                    presented.refresh_token.expires_at,
+                );
+                self.exchange_on_sqlite(
+                    exchange,
+                    refresh_token,
+                    presented.dpop_jkt,
+                    now,
+                    presented.code_hash,
+                )
+                .await?
+                .into_iter()
+                .collect()
+            }
         };
         let Some(row) = rows.into_iter().next() else {
             return Ok(CheckedExchange::NotRedeemed);
@@ -135,7 +150,7 @@ impl TenantStore<'_> {
 
 /// The redemption's condition, on the code's row: everything the token endpoint checks of a
 /// code, and the client as its copy was read, enabled.
-const CODE_PASSES: &str = "tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
+pub(crate) const CODE_PASSES: &str = "tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL \
      AND client_id = $5 AND redirect_uri = $6 AND code_challenge = $7 AND expires_at > $1 \
      AND EXISTS (SELECT 1 FROM clients c WHERE c.tenant_id = $2 AND c.client_id = $5 \
        AND c.created_at = $8 AND c.revision = $9 AND c.disabled_at IS NULL)";
@@ -145,7 +160,7 @@ const CODE_COLUMNS: &str = "client_id, redirect_uri, user_id, organization_guid,
 
 /// `offline_access` among a space-delimited scope's names: written once, so that the refresh
 /// token is stored exactly when the caller is told it was.
-fn holds_offline_access(scope: &str, backend: Backend) -> String {
+pub(crate) fn holds_offline_access(scope: &str, backend: Backend) -> String {
     match backend {
         Backend::Postgres => format!("strpos(' ' || {scope} || ' ', ' offline_access ') > 0"),
         Backend::Sqlite => format!("instr(' ' || {scope} || ' ', ' offline_access ') > 0"),
@@ -154,7 +169,7 @@ fn holds_offline_access(scope: &str, backend: Backend) -> String {
 
 /// The grant id the redemption records ([`member_grant_id`]), for the user and organization
 /// of the code's own row.
-fn redeemed_grant_id() -> String {
+pub(crate) fn redeemed_grant_id() -> String {
     member_grant_id(
         "$4",
         "$2",
@@ -193,43 +208,5 @@ static POSTGRES_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
            ON r.grant_id IS NOT NULL AND u.tenant_id = $2 AND u.user_id = r.user_id",
         issued_offline = offline("scope"),
         redeemed_offline = offline("r.scope"),
-    )
-});
-
-/// SQLite's, as one batch (no data-modifying CTEs), with the same parameters and row: the
-/// redemption returns the code and the user's columns, read under the write lock the batch
-/// holds; the grant and its refresh token are inserted only where the redemption named this
-/// presentation's grant id.
-static SQLITE_CHECKED_EXCHANGE: LazyLock<String> = LazyLock::new(|| {
-    let member_grant_id = redeemed_grant_id();
-    let offline = |scope| holds_offline_access(scope, Backend::Sqlite);
-    // Read only where the redemption named the grant, as PostgreSQL's join does.
-    let user = |column: &str, alias: &str| {
-        format!(
-            "(SELECT u.{column} FROM users u WHERE u.tenant_id = $2 \
-               AND u.user_id = authorization_codes.user_id \
-               AND authorization_codes.grant_id = $4) AS {alias}"
-        )
-    };
-    format!(
-        "BEGIN IMMEDIATE; \
-         UPDATE authorization_codes SET redeemed_at = $1, grant_id = {member_grant_id} \
-         WHERE {CODE_PASSES} \
-         RETURNING {CODE_COLUMNS}, \
-           CASE WHEN grant_id IS NOT NULL AND {code_offline} THEN 1 ELSE 0 END AS offline, \
-           {}, {}, {}, {}, {}; \
-         {INSERT_GRANT} SELECT $2, $4, $5, user_id, organization_guid, scope, auth_time, $1, \
-           sid, amr, $12 \
-         FROM authorization_codes WHERE tenant_id = $2 AND code_hash = $3 AND grant_id = $4; \
-         {INSERT_REFRESH_TOKEN} SELECT $2, $10, $4, $1, $11 FROM grants \
-         WHERE tenant_id = $2 AND grant_id = $4 AND {grant_offline}; \
-         COMMIT",
-        user("username", "username"),
-        user("password_hash", "password_hash"),
-        user("name", "name"),
-        user("email", "email"),
-        user("created_at", "user_created_at"),
-        code_offline = offline("scope"),
-        grant_offline = offline("scope"),
     )
 });

@@ -37,6 +37,7 @@ mod revision;
 mod second_factors;
 mod session_ends;
 mod signin_failures;
+mod sqlite_exchange;
 mod sqlite_inline;
 mod sqlite_rotation;
 mod sqlite_sync;
