@@ -550,6 +550,90 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
         .expect("the writes after the cut-off issue finish");
 }
 
+/// SQLite: a rotation whose caller goes away while it waits for the database's write lock
+/// (its transaction's `BEGIN IMMEDIATE`) spends nothing or does it all, and leaves no
+/// connection of the pool inside its transaction: the token then rotates once, and every
+/// write after it is committed, as a second node sees.
+#[tokio::test]
+async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
+    use sqlx::Connection;
+    let db = TestDatabase::sqlite();
+    let store = connect(&db).await;
+    let t = with_client_and_user(&store, "acme").await;
+    let tenant = store.tenant(&t);
+    let other_node = connect(&db).await;
+    let seen = other_node.tenant(&t);
+    tenant
+        .create_authorization_code(&code(b"c1"), NOW)
+        .await
+        .unwrap();
+    let redeemed = redeem(&tenant, b"c1", "g1", NOW).await;
+    issued(redeemed, "g1", Some(b"r1"), NOW).await;
+    let rotate = |presented: &'static [u8], next: &'static [u8], now: i64| {
+        tenant.rotate_refresh_token(
+            presented,
+            RefreshingClient::new("web", 0),
+            refresh(next),
+            MAX_AGE,
+            now,
+        )
+    };
+
+    // Another process holds the write lock, so the rotation waits in SQLite's busy handler.
+    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let mut cut_off = Box::pin(rotate(b"r1", b"r2", NOW + 1));
+    for _ in 0..20 {
+        let polled = tokio::time::timeout(std::time::Duration::ZERO, cut_off.as_mut()).await;
+        assert!(
+            polled.is_err(),
+            "the rotation finished while the lock was held"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(cut_off);
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    holder.close().await.unwrap();
+
+    // The cut-off rotation gets the lock within its busy handler's next sleep.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let r1 = seen.find_refresh_token(b"r1").await.unwrap().unwrap();
+    let r2 = seen.find_refresh_token(b"r2").await.unwrap();
+    assert_eq!(
+        (r1.consumed_at, r2),
+        (None, None),
+        "a rotation nobody waits for any more spent the token"
+    );
+
+    // The token rotates once, and every write after it is committed in good time (a write
+    // waiting for a lock that a lost transaction holds would wait forever).
+    let writes = async {
+        let mut presented: &'static [u8] = b"r1";
+        for (n, next) in [b"r3", b"r4", b"r5", b"r6", b"r7", b"r8"]
+            .into_iter()
+            .enumerate()
+        {
+            let now = NOW + 2 + n as i64;
+            let rotation = rotate(presented, next, now).await.unwrap();
+            assert!(
+                matches!(rotation, RefreshRotation::Rotated(_, _)),
+                "{rotation:?}"
+            );
+            let stored = seen.find_refresh_token(next).await.unwrap();
+            assert!(stored.is_some(), "rotation {n} is not committed");
+            presented = next;
+        }
+        let reuse = rotate(b"r1", b"r9", NOW + 10).await.unwrap();
+        assert!(matches!(reuse, RefreshRotation::Reused { .. }), "{reuse:?}");
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), writes)
+        .await
+        .expect("the writes after the cut-off rotation finish");
+}
+
 #[tokio::test]
 async fn unsupported_database_url_is_refused() {
     let err = Store::connect("mysql://localhost/db").await.unwrap_err();
