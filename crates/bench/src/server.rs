@@ -211,9 +211,10 @@ impl Server {
             .and_then(|name| name.to_str())
             .is_some_and(|name| name.starts_with("callgrind-"));
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid))?;
-        let runs_server = cmdline
-            .split(|byte| *byte == 0)
-            .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)) == server);
+        // The server's path as given (relative, or through a link), so compared resolved.
+        let runs_server = cmdline.split(|byte| *byte == 0).any(|arg| {
+            std::fs::canonicalize(std::ffi::OsStr::from_bytes(arg)).is_ok_and(|arg| arg == server)
+        });
         if !(tool && runs_server) {
             bail!(
                 "process {} is {}, not callgrind running the server {}",
