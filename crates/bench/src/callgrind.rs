@@ -59,8 +59,8 @@ impl Counter {
     }
 
     /// Writes what was counted since [`Counter::zero`] to a new dump named after `label`,
-    /// stops counting, and returns the dump's file and its instruction count.
-    pub async fn dump(&self, label: &str) -> Result<(PathBuf, u64)> {
+    /// stops counting, and returns what the dump counted.
+    pub async fn dump(&self, label: &str) -> Result<Counted> {
         let before = self.dumps()?;
         self.control(&[&format!("--dump={label}")]).await?;
         self.control(&["--instr=off"]).await?;
@@ -70,7 +70,13 @@ impl Counter {
         };
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
-        Ok((file, totals(&text)?))
+        let total = totals(&text)?;
+        let signing = signing(&file).await;
+        Ok(Counted {
+            dump: file,
+            total,
+            signing,
+        })
     }
 
     /// The dumps of this process so far (`callgrind.out.PID.N`).
@@ -115,6 +121,50 @@ impl Counter {
     }
 }
 
+/// What one window's dump counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    pub dump: PathBuf,
+    /// Every instruction of the server's in the window.
+    pub total: u64,
+    /// Those of its RS256 signatures (aws-lc-rs's `KeyPair::sign` and all it calls), when
+    /// `callgrind_annotate` finds them.
+    pub signing: Option<u64>,
+}
+
+/// The function whose inclusive count is the signatures'.
+const SIGN: &str = "aws_lc_rs::rsa::key::KeyPair::sign";
+
+/// The signatures' instructions in `dump`, by valgrind's `callgrind_annotate`; `None` when
+/// it cannot be run or lists no signing (a server that signed nothing in the window).
+async fn signing(dump: &Path) -> Option<u64> {
+    let run = Command::new("callgrind_annotate")
+        .args(["--inclusive=yes", "--threshold=100"])
+        .arg(dump)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(CONTROL_TIMEOUT, run)
+        .await
+        .ok()?
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    inclusive_of(&String::from_utf8_lossy(&output.stdout), SIGN)
+}
+
+/// The inclusive count of `function` in `callgrind_annotate --inclusive=yes` output, whose
+/// lines read `10,443,489,867 (96.57%)  ???:FUNCTION [OBJECT]`.
+fn inclusive_of(annotated: &str, function: &str) -> Option<u64> {
+    annotated.lines().find_map(|line| {
+        let (count, rest) = line.trim_start().split_once(' ')?;
+        let name = rest.split_once(':')?.1.split(" [").next()?;
+        (name == function)
+            .then(|| count.replace(',', "").parse().ok())
+            .flatten()
+    })
+}
+
 /// The instructions a dump counted: its `totals:` line (or `summary:`, which older
 /// versions write instead), whose first event is `Ir` as the wrapper counts no other.
 fn totals(dump: &str) -> Result<u64> {
@@ -145,5 +195,19 @@ mod tests {
         assert_eq!(totals("events: Ir\nsummary: 17\n").unwrap(), 17);
         assert!(totals("events: Ir\n").is_err());
         assert!(totals("totals: many\n").is_err());
+    }
+
+    #[test]
+    fn finds_a_functions_inclusive_count_by_its_whole_name() {
+        let annotated = "\
+10,814,857,246 (100.0%)  PROGRAM TOTALS
+10,496,963,254 (97.06%)  ???:core::ops::function::FnOnce::call_once{{vtable.shim}} [/tmp/fa]
+10,443,489,867 (96.57%)  ???:aws_lc_rs::rsa::key::KeyPair::sign [/tmp/fa]
+   206,257,816 ( 1.91%)  ???:aws_lc_rs::rsa::key::KeyPair::sign_with_more [/tmp/fa]
+";
+        assert_eq!(inclusive_of(annotated, SIGN), Some(10_443_489_867));
+        let without =
+            "   206,257,816 ( 1.91%)  ???:aws_lc_rs::rsa::key::KeyPair::sign_more [/tmp/fa]\n";
+        assert_eq!(inclusive_of(without, SIGN), None);
     }
 }

@@ -63,8 +63,9 @@ pub struct Row {
     pub rss_peak_kib: u64,
     pub rss_after_kib: u64,
     /// Under `--callgrind`: the instructions the server executed in the window per request
-    /// kept, and the window's dump.
+    /// kept, those beside its signatures, and the window's dump.
     pub instructions_per_request: Option<f64>,
+    pub instructions_beside_signing_per_request: Option<f64>,
     pub callgrind_dump: Option<std::path::PathBuf>,
 }
 
@@ -89,10 +90,14 @@ impl Row {
             n => millis(measured.server_cpu) / n as f64,
         };
         let signs_per_cpu_s = ceiling.map(Ceiling::per_cpu_second);
-        let (callgrind_dump, instructions) = measured.instructions.unzip();
-        let instructions_per_request = instructions
-            .filter(|_| requests > 0)
-            .map(|count| count as f64 / requests as f64);
+        let per_request = |count: u64| count as f64 / requests as f64;
+        let counted = measured.instructions.filter(|_| requests > 0);
+        let instructions_per_request = counted.as_ref().map(|c| per_request(c.total));
+        let instructions_beside_signing_per_request = counted.as_ref().and_then(|c| {
+            c.signing
+                .map(|signing| per_request(c.total.saturating_sub(signing)))
+        });
+        let callgrind_dump = counted.map(|c| c.dump);
         let (paced_fraction, target_requests_per_s) = match mode {
             Mode::Max => (None, None),
             Mode::Paced { fraction, rate, .. } => (Some(fraction), Some(rate)),
@@ -131,6 +136,7 @@ impl Row {
             rss_peak_kib: measured.rss.peak_kib,
             rss_after_kib: measured.rss.after_kib,
             instructions_per_request,
+            instructions_beside_signing_per_request,
             callgrind_dump,
         }
     }
@@ -144,8 +150,12 @@ pub fn instruction_counts(rows: &[Row]) -> Option<String> {
         .filter_map(|r| {
             let per_request = r.instructions_per_request?;
             let dump = r.callgrind_dump.as_ref()?;
+            let beside = r
+                .instructions_beside_signing_per_request
+                .map(|beside| format!(", {beside:.0} beside the signatures"))
+                .unwrap_or_default();
             Some(format!(
-                "callgrind: {} on {}, {} requests: {per_request:.0} instructions per request ({})",
+                "callgrind: {} on {}, {} requests: {per_request:.0} instructions per request{beside} ({})",
                 r.workload.name(),
                 r.backend,
                 r.requests,
@@ -432,7 +442,11 @@ mod tests {
                 peak_kib: 30 * 1024 + 512,
                 after_kib: 21 * 1024,
             },
-            instructions: Some(("/tmp/cg/callgrind.out.7.1".into(), 4_000_000_000)),
+            instructions: Some(crate::callgrind::Counted {
+                dump: "/tmp/cg/callgrind.out.7.1".into(),
+                total: 4_000_000_000,
+                signing: Some(3_800_000_000),
+            }),
         };
         let row = Row::new(
             Workload::Refresh,
@@ -475,11 +489,12 @@ mod tests {
         );
         assert_eq!(table.lines().count(), 3, "{table}");
         assert_eq!(row.instructions_per_request, Some(10_000_000.0));
+        assert_eq!(row.instructions_beside_signing_per_request, Some(500_000.0));
         assert_eq!(
             instruction_counts(std::slice::from_ref(&row)).as_deref(),
             Some(
-                "callgrind: refresh on sqlite, 400 requests: 10000000 instructions per request \
-                 (/tmp/cg/callgrind.out.7.1)"
+                "callgrind: refresh on sqlite, 400 requests: 10000000 instructions per request, \
+                 500000 beside the signatures (/tmp/cg/callgrind.out.7.1)"
             )
         );
     }

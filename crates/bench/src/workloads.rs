@@ -1,7 +1,6 @@
 //! The workloads, each on its own: connections that repeat one request (or one whole flow)
 //! through a warm-up and a measured window, closed-loop or paced, and what the window saw.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,8 +122,8 @@ pub struct Measured {
     pub stolen: Duration,
     /// The server's resident set before, during and after the run.
     pub rss: RssAround,
-    /// Under `--callgrind`: the window's dump and the instructions it counted.
-    pub instructions: Option<(PathBuf, u64)>,
+    /// Under `--callgrind`: what the window's dump counted.
+    pub instructions: Option<crate::callgrind::Counted>,
 }
 
 /// How long after the connections closed the resident set is read again.
