@@ -9,9 +9,9 @@
 //! Why not one statement, as before: SQLite has no data-modifying CTEs, so it was an upsert
 //! of two rows selected from the table it inserts into, which SQLite first copies into a
 //! temporary table, with a `RETURNING` (another temporary table) whose grant and user came
-//! from fourteen lookups, one per column. The read here is one join. Counted with callgrind on
-//! the store's schema, SQLite's work per rotation (`sqlite3_step`, all statements) went from
-//! 223,000 instructions to 136,000 (docs/performance.md).
+//! from fourteen lookups, one per column. The read here is one join. Counted with callgrind
+//! (`fieldauth-bench --callgrind`), SQLite's work per refresh (`sqlite3_step`, all
+//! statements) went from 230,000 instructions to 94,000 (docs/performance.md).
 
 use std::sync::LazyLock;
 
