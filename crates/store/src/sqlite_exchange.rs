@@ -72,8 +72,10 @@ impl TenantStore<'_> {
 /// Begins the transaction with the write lock, then reads the code that passes every check
 /// ([`CODE_PASSES`]) as its redemption at `$1` leaves it: `grant_id` this presentation's
 /// (`$4`) where the redemption names a grant, else `NULL`; whether its scope holds
-/// `offline_access`; and the user's columns. The placeholders are those of
-/// [`TenantStore::exchange_checked_code`]; `$10` to `$12` are the writes'.
+/// `offline_access`; and the user's columns. The placeholders are those
+/// [`TenantStore::exchange_checked_code`] binds for both backends; `$10` to `$12` (the
+/// refresh token and the DPoP key) are PostgreSQL's statement's only, and the writes below
+/// bind their own.
 pub(crate) static READ: LazyLock<String> = LazyLock::new(|| {
     format!(
         "BEGIN IMMEDIATE; \

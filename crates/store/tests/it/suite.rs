@@ -470,7 +470,6 @@ async fn postgres_reconnect_keeps_schema_and_data() {
 /// second node sees. (PostgreSQL's issue is one statement.)
 #[tokio::test]
 async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
-    use sqlx::Connection;
     let db = TestDatabase::sqlite();
     let store = connect(&db).await;
     let t = with_client_and_user(&store, "acme").await;
@@ -484,26 +483,9 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
             .unwrap();
     }
 
-    // Another process holds the write lock, so the batch waits in SQLite's busy handler.
-    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .unwrap();
     let redeemed = redeem(&tenant, b"c1", "g1", NOW + 1).await;
     let g1 = grant("g1");
-    let mut issue = Box::pin(redeemed.issue(&g1, Some(refresh(b"r1")), NOW + 1));
-    for _ in 0..20 {
-        let polled = tokio::time::timeout(std::time::Duration::ZERO, issue.as_mut()).await;
-        assert!(
-            polled.is_err(),
-            "the issue finished while the lock was held"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    drop(issue);
-    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
-    holder.close().await.unwrap();
+    cut_off_while_locked(&db, redeemed.issue(&g1, Some(refresh(b"r1")), NOW + 1)).await;
 
     // The batch gets the lock within its busy handler's next sleep (100 ms at most).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -556,7 +538,6 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
 /// write after it is committed, as a second node sees.
 #[tokio::test]
 async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
-    use sqlx::Connection;
     let db = TestDatabase::sqlite();
     let store = connect(&db).await;
     let t = with_client_and_user(&store, "acme").await;
@@ -579,24 +560,7 @@ async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
         )
     };
 
-    // Another process holds the write lock, so the rotation waits in SQLite's busy handler.
-    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .unwrap();
-    let mut cut_off = Box::pin(rotate(b"r1", b"r2", NOW + 1));
-    for _ in 0..20 {
-        let polled = tokio::time::timeout(std::time::Duration::ZERO, cut_off.as_mut()).await;
-        assert!(
-            polled.is_err(),
-            "the rotation finished while the lock was held"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    drop(cut_off);
-    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
-    holder.close().await.unwrap();
+    cut_off_while_locked(&db, rotate(b"r1", b"r2", NOW + 1)).await;
 
     // The cut-off rotation gets the lock within its busy handler's next sleep.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -632,6 +596,30 @@ async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
     tokio::time::timeout(std::time::Duration::from_secs(30), writes)
         .await
         .expect("the writes after the cut-off rotation finish");
+}
+
+/// Starts `write` while another process holds SQLite's write lock, so that it waits in the
+/// busy handler (it must not finish meanwhile), drops it there as a request cut off would,
+/// then lets the lock go.
+async fn cut_off_while_locked<F: std::future::Future>(db: &TestDatabase, write: F) {
+    use sqlx::Connection;
+    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let mut write = Box::pin(write);
+    for _ in 0..20 {
+        let polled = tokio::time::timeout(std::time::Duration::ZERO, write.as_mut()).await;
+        assert!(
+            polled.is_err(),
+            "the write finished while the lock was held"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(write);
+    sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    holder.close().await.unwrap();
 }
 
 #[tokio::test]
