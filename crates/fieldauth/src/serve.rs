@@ -20,6 +20,7 @@ use store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tower::ServiceBuilder;
 
 use crate::config::ServeConfig;
 use crate::metrics::{self, HttpMetrics};
@@ -265,19 +266,25 @@ const API_CORS_ROUTES: &[CorsRoute] = &[CorsRoute {
 
 impl Common<'_> {
     fn router(&self, routes: Router, listener: &'static str) -> Router {
-        let router = routes
-            .merge(health::router(self.store.clone()))
-            .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
-            .layer(axum::middleware::from_fn_with_state(listener, deadline))
+        // One stack, outermost first: a router boxes each `layer` it is given around every
+        // route, and a request clones the boxes inside each middleware it passes (one
+        // allocation per box), so layers given one at a time cost allocations by the square
+        // of their number (docs/performance.md).
+        let layers = ServiceBuilder::new()
+            .layer(axum::middleware::from_fn_with_state(
+                (self.http_metrics.clone(), listener),
+                metrics::track,
+            ))
             // Outside the deadline, so a page can read a 503 too.
             .layer(axum::middleware::from_fn_with_state(
                 self.cors(listener),
                 oauth::cors::apply_cors,
             ))
-            .layer(axum::middleware::from_fn_with_state(
-                (self.http_metrics.clone(), listener),
-                metrics::track,
-            ));
+            .layer(axum::middleware::from_fn_with_state(listener, deadline));
+        let router = routes
+            .merge(health::router(self.store.clone()))
+            .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+            .layer(layers);
         telemetry::http_layers(router)
     }
 
@@ -300,11 +307,14 @@ impl Common<'_> {
         let router = admin::http::router(state)
             .merge(metrics::router(Arc::clone(self.registry)))
             .merge(health::router(self.store.clone()))
-            .layer(axum::middleware::from_fn_with_state("admin", deadline))
-            .layer(axum::middleware::from_fn_with_state(
-                (self.http_metrics.clone(), "admin"),
-                metrics::track,
-            ));
+            .layer(
+                ServiceBuilder::new()
+                    .layer(axum::middleware::from_fn_with_state(
+                        (self.http_metrics.clone(), "admin"),
+                        metrics::track,
+                    ))
+                    .layer(axum::middleware::from_fn_with_state("admin", deadline)),
+            );
         telemetry::http_layers(router)
     }
 

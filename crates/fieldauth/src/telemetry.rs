@@ -6,6 +6,7 @@ use std::time::Duration;
 use axum::extract::MatchedPath;
 use axum::http::{HeaderName, Request, Response};
 use axum::Router;
+use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use tracing::Span;
@@ -46,8 +47,9 @@ pub fn init(format: LogFormat, filter: &str) -> anyhow::Result<()> {
 /// a span with method, matched path and id, and one `info` line per response. The span
 /// records the route, never the query string, which carries `state`, `nonce` and codes.
 pub fn http_layers(router: Router) -> Router {
-    router
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+    // One stack, outermost first, for the reason `serve.rs` gives.
+    let layers = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -87,5 +89,6 @@ pub fn http_layers(router: Router) -> Router {
                 })
                 .on_failure(()),
         )
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID));
+    router.layer(layers)
 }

@@ -214,7 +214,10 @@ pub fn router(state: OAuthState) -> Router {
             post(account::post_passkey_remove),
         )
         // Every parameter arrives before authentication: bound what one request may send.
-        .layer(DefaultBodyLimit::max(params::MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(limit_query))
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(limit_query))
+                .layer(DefaultBodyLimit::max(params::MAX_BODY_BYTES)),
+        )
         .with_state(state)
 }
