@@ -15,7 +15,6 @@
 //! SQLite's extended result code, so `ErrorKind` (unique, foreign key) reads the same.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::fmt;
 use std::ops::Range;
@@ -39,6 +38,8 @@ use sqlx_core::logger::QueryLogger;
 const STATEMENT_CACHE: usize = 256;
 /// Multi-statement texts whose split is kept; past this the split is found again.
 const SPLITS_KEPT: usize = 64;
+/// Statements whose columns' description is kept, as many as statements are.
+const DESCRIPTIONS_KEPT: usize = STATEMENT_CACHE;
 
 /// How long a statement waits for a lock another process holds (a CLI command's
 /// transaction), on a blocking thread: the `busy_timeout` of every SQLite connection.
@@ -91,7 +92,10 @@ impl From<sqlx::Error> for Failed {
 pub(crate) struct InlineSqlite {
     conn: Connection,
     /// Where each statement of a multi-statement text ends, found once per text.
-    splits: HashMap<Box<str>, Arc<[Range<usize>]>>,
+    splits: sqlx_core::HashMap<Box<str>, Arc<[Range<usize>]>>,
+    /// Each statement's columns as its rows carry them, described once per text: the names,
+    /// their index and the declared types are the same for every row of every run.
+    described: sqlx_core::HashMap<Box<str>, Arc<Columns>>,
     log: LogSettings,
 }
 
@@ -137,7 +141,8 @@ impl InlineSqlite {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut inline = InlineSqlite {
             conn,
-            splits: HashMap::new(),
+            splits: sqlx_core::HashMap::default(),
+            described: sqlx_core::HashMap::default(),
             log: log_settings(slow),
         };
         // sqlx's driver turns foreign keys on for every connection; the store's own
@@ -251,10 +256,11 @@ impl InlineSqlite {
         let mut rows = statement.raw_query();
         // Described at the first row, not before: a kept statement whose table has changed
         // since is prepared again by its first step, and only then has its new columns.
-        let mut columns: Option<Columns> = None;
+        let mut columns: Option<Arc<Columns>> = None;
         while let Some(row) = rows.next().map_err(Failed::from)? {
             logger.increment_rows_returned();
-            let columns = columns.get_or_insert_with(|| Columns::of(row.as_ref()));
+            let columns = columns
+                .get_or_insert_with(|| Columns::kept(&mut self.described, text, row.as_ref()));
             progress.results.push(Either::Right(columns.row(row)?));
         }
         drop(rows);
@@ -382,6 +388,36 @@ struct Columns {
 }
 
 impl Columns {
+    /// `statement`'s columns, as described for `text` before if they still are (by their
+    /// names: a table altered since gives its statements other columns), else anew.
+    fn kept(
+        described: &mut sqlx_core::HashMap<Box<str>, Arc<Columns>>,
+        text: &str,
+        statement: &Statement<'_>,
+    ) -> Arc<Columns> {
+        if let Some(columns) = described.get(text) {
+            if columns.describe(statement) {
+                return Arc::clone(columns);
+            }
+        }
+        let columns = Arc::new(Columns::of(statement));
+        if described.len() >= DESCRIPTIONS_KEPT {
+            described.clear();
+        }
+        described.insert(Box::from(text), Arc::clone(&columns));
+        columns
+    }
+
+    /// Whether these are `statement`'s columns, by name and in order.
+    fn describe(&self, statement: &Statement<'_>) -> bool {
+        self.columns.len() == statement.column_count()
+            && self.columns.iter().enumerate().all(|(index, column)| {
+                statement
+                    .column_name(index)
+                    .is_ok_and(|name| name == &*column.name)
+            })
+    }
+
     fn of(statement: &Statement<'_>) -> Columns {
         let mut names = sqlx_core::HashMap::default();
         let columns = statement
@@ -542,5 +578,53 @@ mod tests {
             ]
         );
         assert_eq!(statement_ranges("SELECT 1;  \n").len(), 1);
+    }
+
+    /// Each row of `sql`, as its columns' names and values.
+    fn rows(inline: &mut InlineSqlite, sql: &str) -> Vec<Vec<(String, i64)>> {
+        use sqlx::{Column, Row};
+        let Ran::Done(results) = inline.run_from(sql, &[], Progress::default()).unwrap() else {
+            panic!("no other process holds a lock");
+        };
+        results
+            .into_iter()
+            .filter_map(|result| result.right())
+            .map(|row| {
+                row.columns()
+                    .iter()
+                    .map(|column| {
+                        let value: i64 = row.try_get(column.ordinal()).unwrap();
+                        (column.name().to_owned(), value)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_kept_statement_reads_the_columns_its_table_has_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut inline =
+            InlineSqlite::open(&path, OpenMode::Rwc, "", Duration::from_secs(5)).unwrap();
+        let read = "SELECT * FROM t";
+        rows(
+            &mut inline,
+            "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1)",
+        );
+        assert_eq!(rows(&mut inline, read), [[("a".to_owned(), 1)]]);
+        // Another connection alters the table under the kept statement and its columns.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("ALTER TABLE t RENAME COLUMN a TO b")
+            .unwrap();
+        assert_eq!(rows(&mut inline, read), [[("b".to_owned(), 1)]]);
+        other
+            .execute_batch("ALTER TABLE t ADD COLUMN c INTEGER NOT NULL DEFAULT 2")
+            .unwrap();
+        assert_eq!(
+            rows(&mut inline, read),
+            [[("b".to_owned(), 1), ("c".to_owned(), 2)]]
+        );
     }
 }
