@@ -5,11 +5,11 @@ mod code;
 mod issue;
 mod known_clients;
 mod refresh;
+mod response_json;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use store::TenantId;
 
 pub use client_auth::authenticate_client;
@@ -40,7 +40,7 @@ pub async fn post_token(
         false => None,
     };
     let mut response = match outcome {
-        Ok(tokens) => Json(tokens).into_response(),
+        Ok(tokens) => tokens.into_response(),
         Err(error) => error.into_response(),
     };
     let headers = response.headers_mut();
