@@ -396,7 +396,7 @@ impl Columns {
         statement: &Statement<'_>,
     ) -> Arc<Columns> {
         if let Some(columns) = described.get(text) {
-            if columns.describe(statement) {
+            if columns.describes(statement) {
                 return Arc::clone(columns);
             }
         }
@@ -409,7 +409,7 @@ impl Columns {
     }
 
     /// Whether these are `statement`'s columns, by name and in order.
-    fn describe(&self, statement: &Statement<'_>) -> bool {
+    fn describes(&self, statement: &Statement<'_>) -> bool {
         self.columns.len() == statement.column_count()
             && self.columns.iter().enumerate().all(|(index, column)| {
                 statement
