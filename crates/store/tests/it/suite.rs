@@ -471,10 +471,8 @@ async fn postgres_reconnect_keeps_schema_and_data() {
 #[tokio::test]
 async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
     let db = TestDatabase::sqlite();
-    let store = connect(&db).await;
-    let t = with_client_and_user(&store, "acme").await;
+    let (store, other_node, t) = two_nodes(&db).await;
     let tenant = store.tenant(&t);
-    let other_node = connect(&db).await;
     let seen = other_node.tenant(&t);
     for hash in [b"c1", b"c2"] {
         tenant
@@ -539,10 +537,8 @@ async fn sqlite_an_issue_cut_off_mid_way_leaves_the_store_whole() {
 #[tokio::test]
 async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
     let db = TestDatabase::sqlite();
-    let store = connect(&db).await;
-    let t = with_client_and_user(&store, "acme").await;
+    let (store, other_node, t) = two_nodes(&db).await;
     let tenant = store.tenant(&t);
-    let other_node = connect(&db).await;
     let seen = other_node.tenant(&t);
     tenant
         .create_authorization_code(&code(b"c1"), NOW)
@@ -596,6 +592,14 @@ async fn sqlite_a_rotation_cut_off_while_it_waits_leaves_the_store_whole() {
     tokio::time::timeout(std::time::Duration::from_secs(30), writes)
         .await
         .expect("the writes after the cut-off rotation finish");
+}
+
+/// A node with a tenant `acme` (a client and a user), and a second node on its database,
+/// which sees only what the first has committed.
+async fn two_nodes(db: &TestDatabase) -> (Store, Store, TenantId) {
+    let store = connect(db).await;
+    let t = with_client_and_user(&store, "acme").await;
+    (store, connect(db).await, t)
 }
 
 /// Starts `write` while another process holds SQLite's write lock, so that it waits in the
