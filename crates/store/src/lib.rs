@@ -40,6 +40,7 @@ mod signin_failures;
 mod sqlite_exchange;
 mod sqlite_inline;
 mod sqlite_rotation;
+mod sqlite_statements;
 mod sqlite_sync;
 mod sqlite_wal_writes;
 mod statistics;

@@ -33,13 +33,13 @@ use sqlx_core::connection::LogSettings;
 use sqlx_core::ext::ustr::UStr;
 use sqlx_core::logger::QueryLogger;
 
+use crate::sqlite_statements::Prepared;
+
 /// Prepared statements kept per connection: the store has about a hundred distinct texts on
 /// its paths, and `IN` lists of each length are one more each.
 const STATEMENT_CACHE: usize = 256;
 /// Multi-statement texts whose split is kept; past this the split is found again.
 const SPLITS_KEPT: usize = 64;
-/// Statements whose columns' description is kept, as many as statements are.
-const DESCRIPTIONS_KEPT: usize = STATEMENT_CACHE;
 
 /// How long a statement waits for a lock another process holds (a CLI command's
 /// transaction), on a blocking thread: the `busy_timeout` of every SQLite connection.
@@ -90,12 +90,11 @@ impl From<sqlx::Error> for Failed {
 
 /// A connection to an SQLite file, used by one thread at a time.
 pub(crate) struct InlineSqlite {
-    conn: Connection,
+    /// The connection, its statements and what each statement's text tells once: the
+    /// argument each parameter takes, and the columns as its rows carry them.
+    prepared: Prepared<Kept>,
     /// Where each statement of a multi-statement text ends, found once per text.
     splits: sqlx_core::HashMap<Box<str>, Arc<[Range<usize>]>>,
-    /// Each statement's columns as its rows carry them, described once per text: the names,
-    /// their index and the declared types are the same for every row of every run.
-    described: sqlx_core::HashMap<Box<str>, Arc<Columns>>,
     log: LogSettings,
 }
 
@@ -138,11 +137,9 @@ impl InlineSqlite {
             None => Connection::open_with_flags(path, flags),
         }
         .map_err(refusal)?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut inline = InlineSqlite {
-            conn,
+            prepared: Prepared::new(conn, STATEMENT_CACHE),
             splits: sqlx_core::HashMap::default(),
-            described: sqlx_core::HashMap::default(),
             log: log_settings(slow),
         };
         // sqlx's driver turns foreign keys on for every connection; the store's own
@@ -150,7 +147,11 @@ impl InlineSqlite {
         // may wait for locks; after that it never does on its own (`run_from`).
         let setup = format!("PRAGMA foreign_keys = ON; {setup}");
         inline.run_waiting(&setup, &[], Progress::default())?;
-        inline.conn.busy_timeout(Duration::ZERO).map_err(refusal)?;
+        inline
+            .prepared
+            .conn()
+            .busy_timeout(Duration::ZERO)
+            .map_err(refusal)?;
         Ok(inline)
     }
 
@@ -195,9 +196,15 @@ impl InlineSqlite {
         values: &[AnyValueKind<'_>],
         progress: Progress,
     ) -> Result<Results, sqlx::Error> {
-        self.conn.busy_timeout(BUSY_WAIT).map_err(refusal)?;
+        self.prepared
+            .conn()
+            .busy_timeout(BUSY_WAIT)
+            .map_err(refusal)?;
         let ran = self.run_from(sql, values, progress);
-        self.conn.busy_timeout(Duration::ZERO).map_err(refusal)?;
+        self.prepared
+            .conn()
+            .busy_timeout(Duration::ZERO)
+            .map_err(refusal)?;
         match ran? {
             Ran::Done(results) => Ok(results),
             Ran::Busy(_) => Err(sqlx::Error::Database(Box::new(SqliteRefusal {
@@ -225,8 +232,8 @@ impl InlineSqlite {
         }
         let mut logger = QueryLogger::new(sql, self.log.clone());
         let mut read = || -> Result<Vec<T>, Failed> {
-            let mut statement = self.conn.prepare_cached(sql)?;
-            bind(&mut statement, values, 0)?;
+            let (statement, kept) = self.prepared.statement(sql, Kept::new)?;
+            bind(statement, &kept.arguments, values, 0)?;
             let mut rows = statement.raw_query();
             let mut found = Vec::new();
             while let Some(row) = rows.next()? {
@@ -251,26 +258,26 @@ impl InlineSqlite {
         progress: &mut Progress,
     ) -> Result<(), Failed> {
         let mut logger = QueryLogger::new(text, self.log.clone());
-        let mut statement = self.conn.prepare_cached(text).map_err(Failed::from)?;
-        let bare_taken = bind(&mut statement, values, progress.bare_used)?;
+        let (statement, kept) = self.prepared.statement(text, Kept::new)?;
+        let bare_taken = bind(statement, &kept.arguments, values, progress.bare_used)?;
         let mut rows = statement.raw_query();
         // Described at the first row, not before: a kept statement whose table has changed
         // since is prepared again by its first step, and only then has its new columns.
         let mut columns: Option<Arc<Columns>> = None;
         while let Some(row) = rows.next().map_err(Failed::from)? {
             logger.increment_rows_returned();
-            let columns = columns
-                .get_or_insert_with(|| Columns::kept(&mut self.described, text, row.as_ref()));
+            let columns = columns.get_or_insert_with(|| kept.columns(row.as_ref()));
             progress.results.push(Either::Right(columns.row(row)?));
         }
         drop(rows);
         // As sqlx's driver: the connection's count of the last write (so a read reports
         // the write before it), and the last rowid.
-        let changes = self.conn.changes();
+        let conn = self.prepared.conn();
+        let changes = conn.changes();
         logger.increase_rows_affected(changes);
         progress.results.push(Either::Left(AnyQueryResult {
             rows_affected: changes,
-            last_insert_id: Some(self.conn.last_insert_rowid()),
+            last_insert_id: Some(conn.last_insert_rowid()),
         }));
         progress.bare_used += bare_taken;
         Ok(())
@@ -336,25 +343,28 @@ fn is_complete(text: &str) -> bool {
 /// took. A parameter without an argument stays NULL. Returns how many bare ones it took.
 fn bind(
     statement: &mut Statement<'_>,
+    arguments: &[Option<usize>],
     values: &[AnyValueKind<'_>],
     bare_used: usize,
 ) -> Result<usize, sqlx::Error> {
     let mut bare = bare_used;
-    for parameter in 1..=statement.parameter_count() {
-        let n = match statement.parameter_name(parameter) {
-            Some(name) => name
-                .strip_prefix('$')
-                .or_else(|| name.strip_prefix('?'))
-                .and_then(|number| number.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    sqlx::Error::Protocol(format!("unsupported SQL parameter name: {name}"))
-                })?,
+    for (index, argument) in arguments.iter().enumerate() {
+        let parameter = index + 1;
+        let n = match argument {
+            Some(n) => *n,
             None => {
                 bare += 1;
                 bare
             }
         };
         let Some(value) = n.checked_sub(1).and_then(|i| values.get(i)) else {
+            // This one and those after stay NULL, as on a statement just prepared: a kept
+            // one still holds its last run's values.
+            for rest in parameter..=arguments.len() {
+                statement
+                    .raw_bind_parameter(rest, rusqlite::types::Null)
+                    .map_err(refusal)?;
+            }
             break;
         };
         let bound = match value {
@@ -387,27 +397,55 @@ struct Columns {
     columns: Vec<AnyColumn>,
 }
 
-impl Columns {
-    /// `statement`'s columns, as described for `text` before if they still are (by their
-    /// names: a table altered since gives its statements other columns), else anew.
-    fn kept(
-        described: &mut sqlx_core::HashMap<Box<str>, Arc<Columns>>,
-        text: &str,
-        statement: &Statement<'_>,
-    ) -> Arc<Columns> {
-        if let Some(columns) = described.get(text) {
-            if columns.describes(statement) {
-                return Arc::clone(columns);
-            }
-        }
-        let columns = Arc::new(Columns::of(statement));
-        if described.len() >= DESCRIPTIONS_KEPT {
-            described.clear();
-        }
-        described.insert(Box::from(text), Arc::clone(&columns));
-        columns
+/// What a statement's text tells once, kept for its later runs.
+struct Kept {
+    /// The argument each parameter takes, by the parameter's name: `Some(n)` for `$n` and
+    /// `?n`, `None` for a bare `?` (the next one). A text's parameters are its own, so this
+    /// never changes.
+    arguments: Box<[Option<usize>]>,
+    /// The columns as its rows carry them, once a run has returned a row.
+    columns: Option<Arc<Columns>>,
+}
+
+impl Kept {
+    /// What is kept for a newly prepared `statement`: its parameters' arguments; its
+    /// columns come with its first row.
+    fn new(statement: &Statement<'_>) -> Result<Kept, Failed> {
+        Ok(Kept {
+            arguments: arguments(statement)?,
+            columns: None,
+        })
     }
 
+    /// `statement`'s columns, as described before if they still are (by their names: a
+    /// table altered since gives its statements other columns), else anew.
+    fn columns(&mut self, statement: &Statement<'_>) -> Arc<Columns> {
+        match &self.columns {
+            Some(columns) if columns.describes(statement) => Arc::clone(columns),
+            _ => Arc::clone(self.columns.insert(Arc::new(Columns::of(statement)))),
+        }
+    }
+}
+
+/// The argument each of `statement`'s parameters takes, by its name (`$N`, `?N`, or a
+/// bare `?`).
+fn arguments(statement: &Statement<'_>) -> Result<Box<[Option<usize>]>, sqlx::Error> {
+    (1..=statement.parameter_count())
+        .map(|parameter| match statement.parameter_name(parameter) {
+            Some(name) => name
+                .strip_prefix('$')
+                .or_else(|| name.strip_prefix('?'))
+                .and_then(|number| number.parse::<usize>().ok())
+                .map(Some)
+                .ok_or_else(|| {
+                    sqlx::Error::Protocol(format!("unsupported SQL parameter name: {name}"))
+                }),
+            None => Ok(None),
+        })
+        .collect()
+}
+
+impl Columns {
     /// Whether these are `statement`'s columns, by name and in order.
     fn describes(&self, statement: &Statement<'_>) -> bool {
         self.columns.len() == statement.column_count()
@@ -582,8 +620,15 @@ mod tests {
 
     /// Each row of `sql`, as its columns' names and values.
     fn rows(inline: &mut InlineSqlite, sql: &str) -> Vec<Vec<(String, i64)>> {
+        rows_with(inline, sql, &[])
+    }
+
+    /// Each row of `sql` run with `values`, as its columns' names and values.
+    fn rows_with(inline: &mut InlineSqlite, sql: &str, values: &[i64]) -> Vec<Vec<(String, i64)>> {
         use sqlx::{Column, Row};
-        let Ran::Done(results) = inline.run_from(sql, &[], Progress::default()).unwrap() else {
+        let values: Vec<AnyValueKind<'_>> =
+            values.iter().map(|v| AnyValueKind::BigInt(*v)).collect();
+        let Ran::Done(results) = inline.run_from(sql, &values, Progress::default()).unwrap() else {
             panic!("no other process holds a lock");
         };
         results
@@ -599,6 +644,56 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    fn pair(a: &str, x: i64, b: &str, y: i64) -> Vec<(String, i64)> {
+        vec![(a.to_owned(), x), (b.to_owned(), y)]
+    }
+
+    #[test]
+    fn a_kept_statement_run_with_fewer_arguments_has_the_rest_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut inline = InlineSqlite::open(
+            &dir.path().join("t.db"),
+            OpenMode::Rwc,
+            "",
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let sql = "SELECT ?1 IS NULL AS a, ?2 IS NULL AS b";
+        assert_eq!(rows_with(&mut inline, sql, &[1, 2]), [pair("a", 0, "b", 0)]);
+        assert_eq!(rows_with(&mut inline, sql, &[1]), [pair("a", 0, "b", 1)]);
+        assert_eq!(rows_with(&mut inline, sql, &[]), [pair("a", 1, "b", 1)]);
+    }
+
+    #[test]
+    fn a_kept_text_binds_each_run_by_its_parameters_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut inline = InlineSqlite::open(
+            &dir.path().join("t.db"),
+            OpenMode::Rwc,
+            "",
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        // A bare `?` takes the argument after those the batch's earlier bare ones took;
+        // a numbered one takes its own, whatever its place.
+        let batch = "SELECT ? AS a, ? AS b; SELECT $1 AS c, ? AS d; SELECT ?2 AS e, ?1 AS f";
+        for values in [[10, 20, 30], [1, 2, 3]] {
+            assert_eq!(
+                rows_with(&mut inline, batch, &values),
+                [
+                    pair("a", values[0], "b", values[1]),
+                    pair("c", values[0], "d", values[2]),
+                    pair("e", values[1], "f", values[0]),
+                ]
+            );
+        }
+        // The same statement alone: its bare one is the batch's first, so takes the first.
+        assert_eq!(
+            rows_with(&mut inline, "SELECT $1 AS c, ? AS d", &[7, 8]),
+            [pair("c", 7, "d", 7)]
+        );
     }
 
     #[test]
