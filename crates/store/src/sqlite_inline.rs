@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{ffi, Connection, OpenFlags, Statement};
+use rusqlite::{ffi, Connection, OpenFlags, Statement, StatementStatus};
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::Either;
 use sqlx_core::any::{
@@ -403,8 +403,9 @@ struct Kept {
     /// `?n`, `None` for a bare `?` (the next one). A text's parameters are its own, so this
     /// never changes.
     arguments: Box<[Option<usize>]>,
-    /// The columns as its rows carry them, once a run has returned a row.
-    columns: Option<Arc<Columns>>,
+    /// The columns as its rows carry them, once a run has returned a row, and how many
+    /// times SQLite had compiled the statement again then.
+    columns: Option<(Arc<Columns>, i32)>,
 }
 
 impl Kept {
@@ -417,12 +418,20 @@ impl Kept {
         })
     }
 
-    /// `statement`'s columns, as described before if they still are (by their names: a
-    /// table altered since gives its statements other columns), else anew.
+    /// `statement`'s columns, as described before unless SQLite has compiled it again
+    /// since: a schema change (a table altered, by any connection) makes its next step
+    /// compile it anew, with the columns the tables have then, and only that changes a
+    /// statement's columns. Kept beside the statement itself, so a text prepared again
+    /// is described again.
     fn columns(&mut self, statement: &Statement<'_>) -> Arc<Columns> {
+        let compiled = statement.get_status(StatementStatus::RePrepare);
         match &self.columns {
-            Some(columns) if columns.describes(statement) => Arc::clone(columns),
-            _ => Arc::clone(self.columns.insert(Arc::new(Columns::of(statement)))),
+            Some((columns, described)) if *described == compiled => Arc::clone(columns),
+            _ => {
+                let columns = Arc::new(Columns::of(statement));
+                self.columns = Some((Arc::clone(&columns), compiled));
+                columns
+            }
         }
     }
 }
@@ -446,16 +455,6 @@ fn arguments(statement: &Statement<'_>) -> Result<Box<[Option<usize>]>, sqlx::Er
 }
 
 impl Columns {
-    /// Whether these are `statement`'s columns, by name and in order.
-    fn describes(&self, statement: &Statement<'_>) -> bool {
-        self.columns.len() == statement.column_count()
-            && self.columns.iter().enumerate().all(|(index, column)| {
-                statement
-                    .column_name(index)
-                    .is_ok_and(|name| name == &*column.name)
-            })
-    }
-
     fn of(statement: &Statement<'_>) -> Columns {
         let mut names = sqlx_core::HashMap::default();
         let columns = statement
