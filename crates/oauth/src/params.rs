@@ -96,6 +96,16 @@ impl Params {
     /// The first parameter name that appears more than once, if any: one pass over the
     /// names, so a request with many distinct names costs linear time.
     pub fn first_repeated(&self) -> Option<&str> {
+        // A token request's five or so names are compared with those before them, without
+        // hashing each (SipHash); past eight, a set keeps it linear.
+        if self.pairs.len() <= 8 {
+            return self
+                .pairs
+                .iter()
+                .enumerate()
+                .find(|(i, (name, _))| self.pairs[..*i].iter().any(|(seen, _)| seen == name))
+                .map(|(_, (name, _))| name.as_str());
+        }
         let mut seen = HashSet::with_capacity(self.pairs.len());
         self.pairs
             .iter()
@@ -106,6 +116,12 @@ impl Params {
 
 /// One form-urlencoded name or value: `+` is a space, `%XX` a byte, and the bytes UTF-8.
 pub(crate) fn decode(part: &[u8]) -> Result<String, NotUtf8> {
+    // Most names and values hold neither: copied as they are once they are UTF-8.
+    if !part.contains(&b'%') && !part.contains(&b'+') {
+        return std::str::from_utf8(part)
+            .map(str::to_owned)
+            .map_err(|_| NotUtf8);
+    }
     let spaced: Cow<[u8]> = match part.contains(&b'+') {
         true => Cow::Owned(
             part.iter()
@@ -121,7 +137,12 @@ pub(crate) fn decode(part: &[u8]) -> Result<String, NotUtf8> {
 }
 
 fn has_control(value: &str) -> bool {
-    value.chars().any(char::is_control)
+    // C0 and DEL by byte, over the whole value (which the compiler vectorises); C1
+    // (U+0080 to U+009F) can only be in a value that is not ASCII.
+    let c0_or_del = value
+        .bytes()
+        .fold(false, |found, b| found | (b < 0x20) | (b == 0x7f));
+    c0_or_del || (!value.is_ascii() && value.chars().any(char::is_control))
 }
 
 /// Whether a raw query string is within the listener's limits of length and count, checked
@@ -206,6 +227,15 @@ mod tests {
                 .first_repeated(),
             Some("b")
         );
+        // Past eight pairs, the same answers.
+        let many = |tail: &str| {
+            let mut encoded = (0..10).map(|i| format!("k{i}=v")).collect::<Vec<_>>();
+            encoded.push(tail.to_owned());
+            Params::parse(encoded.join("&").as_bytes()).unwrap()
+        };
+        assert_eq!(many("k10=v").first_repeated(), None);
+        assert_eq!(many("k9=w").first_repeated(), Some("k9"));
+        assert_eq!(many("k0=w").first_repeated(), Some("k0"));
     }
 
     #[test]
@@ -251,6 +281,11 @@ mod tests {
         assert_eq!(find(b"a=%C2%85"), Some("a".into()));
         assert_eq!(find(b"a=%09"), Some("a".into()));
         assert_eq!(find(b"a=x+y&b=%C3%A9%E2%80%8B"), None);
+        // Sent as they are, not percent-encoded.
+        assert_eq!(find(b"a=1&b=x\x01y"), Some("b".into()));
+        assert_eq!(find(b"a=\x7f"), Some("a".into()));
+        assert_eq!(find(b"a=1&b=\xc2\x9f"), Some("b".into()));
+        assert_eq!(find(b"a=\xc3\xa9&b=\xc2\xa0"), None);
     }
 
     #[test]
