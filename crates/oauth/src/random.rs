@@ -24,8 +24,9 @@ pub trait RandomSource: Send + Sync + std::fmt::Debug {
         self.fill(&mut b)?;
         b[6] = (b[6] & 0x0f) | 0x40; // version 4
         b[8] = (b[8] & 0x3f) | 0x80; // RFC 9562 variant
-                                     // Written digit by digit: a `format!` per byte was 8,500 instructions a code
-                                     // exchange (docs/performance.md).
+
+        // Written digit by digit: a `format!` per byte was 8,500 instructions a code
+        // exchange (docs/performance.md).
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut id = String::with_capacity(36);
         for (i, byte) in b.iter().enumerate() {
@@ -86,7 +87,7 @@ mod tests {
             .all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
     }
 
-    /// Bytes counting up from `first`, the same each time.
+    /// Bytes counting up from the one it holds, the same each time.
     #[derive(Debug)]
     struct Counting(u8);
 

@@ -645,6 +645,11 @@ mod tests {
             .collect()
     }
 
+    /// A new file's inline connection, without settings of the store's.
+    fn opened(path: &Path) -> InlineSqlite {
+        InlineSqlite::open(path, OpenMode::Rwc, "", Duration::from_secs(5)).unwrap()
+    }
+
     fn pair(a: &str, x: i64, b: &str, y: i64) -> Vec<(String, i64)> {
         vec![(a.to_owned(), x), (b.to_owned(), y)]
     }
@@ -652,13 +657,7 @@ mod tests {
     #[test]
     fn a_kept_statement_run_with_fewer_arguments_has_the_rest_null() {
         let dir = tempfile::tempdir().unwrap();
-        let mut inline = InlineSqlite::open(
-            &dir.path().join("t.db"),
-            OpenMode::Rwc,
-            "",
-            Duration::from_secs(5),
-        )
-        .unwrap();
+        let mut inline = opened(&dir.path().join("t.db"));
         let sql = "SELECT ?1 IS NULL AS a, ?2 IS NULL AS b";
         assert_eq!(rows_with(&mut inline, sql, &[1, 2]), [pair("a", 0, "b", 0)]);
         assert_eq!(rows_with(&mut inline, sql, &[1]), [pair("a", 0, "b", 1)]);
@@ -668,13 +667,7 @@ mod tests {
     #[test]
     fn a_kept_text_binds_each_run_by_its_parameters_numbers() {
         let dir = tempfile::tempdir().unwrap();
-        let mut inline = InlineSqlite::open(
-            &dir.path().join("t.db"),
-            OpenMode::Rwc,
-            "",
-            Duration::from_secs(5),
-        )
-        .unwrap();
+        let mut inline = opened(&dir.path().join("t.db"));
         // A bare `?` takes the argument after those the batch's earlier bare ones took;
         // a numbered one takes its own, whatever its place.
         let batch = "SELECT ? AS a, ? AS b; SELECT $1 AS c, ? AS d; SELECT ?2 AS e, ?1 AS f";
@@ -699,8 +692,7 @@ mod tests {
     fn a_kept_statement_reads_the_columns_its_table_has_now() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut inline =
-            InlineSqlite::open(&path, OpenMode::Rwc, "", Duration::from_secs(5)).unwrap();
+        let mut inline = opened(&path);
         let read = "SELECT * FROM t";
         rows(
             &mut inline,
