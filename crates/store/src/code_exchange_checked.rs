@@ -17,6 +17,7 @@ use crate::code_exchange::member_grant_id;
 use crate::codes::AuthorizationCode;
 use crate::db::Backend;
 use crate::error::StoreError;
+use crate::field::positional::positional;
 use crate::grants::{NewRefreshToken, INSERT_GRANT, INSERT_REFRESH_TOKEN};
 use crate::revision::Revision;
 use crate::tenant::TenantStore;
@@ -74,6 +75,16 @@ pub(crate) struct CheckedRow {
     email: Option<String>,
     user_created_at: Option<i64>,
 }
+
+positional!(CheckedRow {
+    code: AuthorizationCode,
+    offline,
+    username,
+    password_hash,
+    name,
+    email,
+    user_created_at,
+});
 
 impl TenantStore<'_> {
     /// Redeems a code that passes every check of the token endpoint, records its grant (and

@@ -2,6 +2,7 @@
 //! token endpoint must check.
 
 use crate::error::{Entity, StoreError};
+use crate::field::positional::positional;
 use crate::tenant::TenantStore;
 use crate::UnixTime;
 
@@ -42,6 +43,24 @@ pub struct AuthorizationCode {
     pub sid: Option<String>,
     pub amr: Option<String>,
 }
+
+// SQLite's code exchange reads its one row by position (`sqlite_exchange.rs`).
+positional!(AuthorizationCode {
+    client_id,
+    redirect_uri,
+    user_id,
+    organization_guid,
+    scope,
+    nonce,
+    code_challenge,
+    auth_time,
+    created_at,
+    expires_at,
+    redeemed_at,
+    grant_id,
+    sid,
+    amr,
+});
 
 impl TenantStore<'_> {
     pub async fn find_authorization_code(

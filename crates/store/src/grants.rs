@@ -10,6 +10,7 @@ use sqlx::FromRow;
 
 use crate::db::Backend;
 use crate::error::StoreError;
+use crate::field::positional::positional;
 use crate::revision::{expected_values, Revision};
 use crate::tenant::TenantStore;
 use crate::users::User;
@@ -83,6 +84,28 @@ pub(crate) struct GrantAndUser {
     email: String,
     user_created_at: i64,
 }
+
+// SQLite's rotation reads its one row by position (`sqlite_rotation.rs`).
+positional!(Grant {
+    grant_id,
+    client_id,
+    user_id,
+    organization_guid,
+    scope,
+    auth_time,
+    created_at,
+    revoked_at,
+    sid,
+    amr,
+});
+positional!(GrantAndUser {
+    grant: Grant,
+    username,
+    password_hash,
+    name,
+    email,
+    user_created_at,
+});
 
 impl GrantAndUser {
     pub(crate) fn grant_id(&self) -> &str {

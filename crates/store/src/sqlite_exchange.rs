@@ -1,8 +1,8 @@
-//! SQLite's code exchange for a kept client: a transaction of its own, in two calls on one
+//! SQLite's code exchange for a kept client: a transaction of its own, in three calls on one
 //! connection (the store's inline connection runs them on the calling thread), as SQLite's
-//! refresh rotation (`sqlite_rotation.rs`). The first begins it with the write lock and reads
-//! the code that passes every check, as its redemption will leave it, with its user; only
-//! when that row comes back does the second redeem it, insert the grant (and its first
+//! refresh rotation (`sqlite_rotation.rs`). The first begins it with the write lock; the
+//! second reads the code that passes every check, as its redemption will leave it, with its
+//! user (by position); only when that row comes back does the third redeem it, insert the grant (and its first
 //! refresh token for `offline_access`) from the values read, and commit. Under the write
 //! lock nothing can change between the read and the writes.
 //!
@@ -34,7 +34,10 @@ impl TenantStore<'_> {
         // Dropped before it is settled (an error, or the request gone between the calls),
         // the connection is closed, which rolls back what the transaction did.
         let mut conn = self.pool().acquire().await?;
-        let rows: Vec<CheckedRow> = read.fetch_all(&mut *conn).await?;
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        // Read by position (its columns' names checked once per compiled statement), not
+        // from an `AnyRow` by name.
+        let rows = conn.records(read).await?;
         let Some(row) = rows.into_iter().next() else {
             sqlx::query("ROLLBACK").execute(&mut *conn).await?;
             conn.settle();
@@ -69,7 +72,7 @@ impl TenantStore<'_> {
     }
 }
 
-/// Begins the transaction with the write lock, then reads the code that passes every check
+/// Reads, in the transaction begun with the write lock, the code that passes every check
 /// ([`CODE_PASSES`]) as its redemption at `$1` leaves it: `grant_id` this presentation's
 /// (`$4`) where the redemption names a grant, else `NULL`; whether its scope holds
 /// `offline_access`; and the user's columns. The placeholders are those
@@ -78,8 +81,7 @@ impl TenantStore<'_> {
 /// bind their own.
 pub(crate) static READ: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "BEGIN IMMEDIATE; \
-         SELECT c.*, u.username, u.password_hash, u.name, u.email, \
+        "SELECT c.*, u.username, u.password_hash, u.name, u.email, \
            u.created_at AS user_created_at \
          FROM (SELECT client_id, redirect_uri, user_id, organization_guid, scope, nonce, \
              code_challenge, auth_time, created_at, expires_at, $1 AS redeemed_at, \

@@ -14,6 +14,7 @@
 //! the value's own type (an integer is a `BigInt`, text a `Text`), and a refusal's code is
 //! SQLite's extended result code, so `ErrorKind` (unique, foreign key) reads the same.
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::ffi::CString;
 use std::fmt;
@@ -33,6 +34,7 @@ use sqlx_core::connection::LogSettings;
 use sqlx_core::ext::ustr::UStr;
 use sqlx_core::logger::QueryLogger;
 
+use crate::field::positional::{self, Positional};
 use crate::sqlite_statements::Prepared;
 
 /// Prepared statements kept per connection: the store has about a hundred distinct texts on
@@ -249,6 +251,51 @@ impl InlineSqlite {
         }
     }
 
+    /// Runs one statement and reads each row as a `T` by position, its columns' names
+    /// checked against `T`'s at the first row the first time and again only once SQLite has
+    /// compiled the statement anew (a schema change): for the token grants' reads, whose
+    /// records are read from every run's one row. `Ok(None)` when the statement needs a
+    /// lock another process holds: nothing of it ran, and the caller runs it the general
+    /// way, which waits for the lock.
+    pub(crate) fn records<T: Positional + 'static>(
+        &mut self,
+        sql: &str,
+        values: &[AnyValueKind<'_>],
+    ) -> Result<Option<Vec<T>>, sqlx::Error> {
+        if self.split(sql).len() != 1 {
+            return Err(sqlx::Error::Protocol(
+                "a read by position takes one statement".to_owned(),
+            ));
+        }
+        let mut logger = QueryLogger::new(sql, self.log.clone());
+        let mut read = || -> Result<Vec<T>, Failed> {
+            let (statement, kept) = self.prepared.statement(sql, Kept::new)?;
+            bind(statement, &kept.arguments, values, 0)?;
+            let mut rows = statement.raw_query();
+            let mut found = Vec::new();
+            while let Some(row) = rows.next()? {
+                if found.is_empty() {
+                    let compiled = row.as_ref().get_status(StatementStatus::RePrepare);
+                    let this = (TypeId::of::<T>(), compiled);
+                    if kept.checked != Some(this) {
+                        if !positional::names_match::<T>(row, 0) {
+                            return Err(positional::not_its_columns::<T>().into());
+                        }
+                        kept.checked = Some(this);
+                    }
+                }
+                logger.increment_rows_returned();
+                found.push(T::read(row, 0)?);
+            }
+            Ok(found)
+        };
+        match read() {
+            Ok(found) => Ok(Some(found)),
+            Err(Failed::Busy) => Ok(None),
+            Err(Failed::Error(error)) => Err(error),
+        }
+    }
+
     /// One statement: its rows and its result go to `progress`, and the bare parameters it
     /// took are counted there, only once it has run to its end.
     fn run_one(
@@ -406,6 +453,9 @@ struct Kept {
     /// The columns as its rows carry them, once a run has returned a row, and how many
     /// times SQLite had compiled the statement again then.
     columns: Option<(Arc<Columns>, i32)>,
+    /// The record its columns were last found to be, by name ([`InlineSqlite::records`]),
+    /// and how many times SQLite had compiled the statement again then.
+    checked: Option<(TypeId, i32)>,
 }
 
 impl Kept {
@@ -415,6 +465,7 @@ impl Kept {
         Ok(Kept {
             arguments: arguments(statement)?,
             columns: None,
+            checked: None,
         })
     }
 
@@ -596,6 +647,7 @@ impl DatabaseError for SqliteRefusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::positional::positional;
 
     #[test]
     fn splits_at_the_semicolons_that_end_a_statement() {
@@ -685,6 +737,42 @@ mod tests {
         assert_eq!(
             rows_with(&mut inline, "SELECT $1 AS c, ? AS d", &[7, 8]),
             [pair("c", 7, "d", 7)]
+        );
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Pair {
+        a: i64,
+        b: i64,
+    }
+
+    positional!(Pair { a, b });
+
+    #[test]
+    fn records_are_read_by_position_and_checked_by_name_again_once_recompiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut inline = opened(&path);
+        rows(
+            &mut inline,
+            "CREATE TABLE t (a INTEGER, b INTEGER); INSERT INTO t VALUES (1, 2)",
+        );
+        let read = "SELECT * FROM t WHERE a = ?1";
+        for _ in 0..2 {
+            let found = inline.records::<Pair>(read, &[AnyValueKind::BigInt(1)]);
+            assert_eq!(found.unwrap(), Some(vec![Pair { a: 1, b: 2 }]));
+        }
+        // Columns of other names are refused, from the first run or once the table changes.
+        let other = inline.records::<Pair>("SELECT a, b AS c FROM t", &[]);
+        assert!(matches!(other, Err(sqlx::Error::Protocol(_))), "{other:?}");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("ALTER TABLE t RENAME COLUMN b TO c")
+            .unwrap();
+        let renamed = inline.records::<Pair>(read, &[AnyValueKind::BigInt(1)]);
+        assert!(
+            matches!(renamed, Err(sqlx::Error::Protocol(_))),
+            "{renamed:?}"
         );
     }
 

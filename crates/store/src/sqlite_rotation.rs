@@ -1,9 +1,9 @@
-//! SQLite's refresh rotation: a transaction of its own, in two calls on one connection (the
-//! store's inline connection runs them on the calling thread, so neither is a trip). The
-//! first begins it with the write lock and reads the presented token with every condition
-//! of a rotation and, in the same row, its grant, its user and the successor's expiry; only
-//! when that row comes back does the second consume the token, insert the successor and
-//! commit. Under the write lock nothing can change between the read and the writes, so two
+//! SQLite's refresh rotation: a transaction of its own, in three calls on one connection
+//! (the store's inline connection runs them on the calling thread, so none is a trip). The
+//! first begins it with the write lock; the second reads the presented token with every
+//! condition of a rotation and, in the same row, its grant, its user and the successor's
+//! expiry (by position, [`crate::pool::Conn::records`]); only when that row comes back does
+//! the third consume the token, insert the successor and commit. Under the write lock nothing can change between the read and the writes, so two
 //! rotations of one token cannot both succeed, as with PostgreSQL's single statement.
 //!
 //! Why not one statement, as before: SQLite has no data-modifying CTEs, so it was an upsert
@@ -16,6 +16,7 @@
 use std::sync::LazyLock;
 
 use crate::error::StoreError;
+use crate::field::positional::positional;
 use crate::grants::{grant_stands_for_key, GrantAndUser, Presented, INSERT_REFRESH_TOKEN};
 use crate::tenant::TenantStore;
 
@@ -26,6 +27,11 @@ struct Rotatable {
     found: GrantAndUser,
     successor_expires_at: i64,
 }
+
+positional!(Rotatable {
+    found: GrantAndUser,
+    successor_expires_at,
+});
 
 impl TenantStore<'_> {
     /// Consumes the presented token and stores its successor if it passes every condition
@@ -38,9 +44,11 @@ impl TenantStore<'_> {
         // Dropped before it is settled (an error, or the request gone between the calls),
         // the connection is closed, which rolls back what the transaction did.
         let mut conn = self.pool().acquire().await?;
-        let read: Vec<Rotatable> = self
-            .rotation_statement(&READ, presented)
-            .fetch_all(&mut *conn)
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        // Read by position (its columns' names checked once per compiled statement), not
+        // from an `AnyRow` by name: a refresh's one row.
+        let read = conn
+            .records(self.rotation_statement::<Rotatable>(&READ, presented))
             .await?;
         let Some(Rotatable {
             found,
@@ -66,7 +74,7 @@ impl TenantStore<'_> {
     }
 }
 
-/// Begins the transaction with the write lock, then reads the presented token `$3` of
+/// Reads, in the transaction begun with the write lock, the presented token `$3` of
 /// tenant `$2`: live and unexpired at `$1`, of client `$4`'s standing grant (younger than
 /// `$7` seconds, its user still a member, bound to no DPoP key or to `$8`, the client still in
 /// the state `$9`, `$10`). The successor expires at `$6` or at the grant's end, whichever
@@ -75,8 +83,7 @@ impl TenantStore<'_> {
 /// write's.
 static READ: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "BEGIN IMMEDIATE; \
-         SELECT gr.grant_id, gr.client_id, gr.user_id, gr.organization_guid, gr.scope, \
+        "SELECT gr.grant_id, gr.client_id, gr.user_id, gr.organization_guid, gr.scope, \
            gr.auth_time, gr.created_at, gr.revoked_at, gr.sid, gr.amr, u.username, \
            u.password_hash, u.name, u.email, u.created_at AS user_created_at, \
            MIN($6, gr.created_at + $7) AS successor_expires_at \
