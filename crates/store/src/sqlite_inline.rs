@@ -227,28 +227,7 @@ impl InlineSqlite {
         values: &[AnyValueKind<'_>],
         mut decode: impl FnMut(&rusqlite::Row<'_>) -> Result<T, sqlx::Error>,
     ) -> Result<Option<Vec<T>>, sqlx::Error> {
-        if self.split(sql).len() != 1 {
-            return Err(sqlx::Error::Protocol(
-                "a read by position takes one statement".to_owned(),
-            ));
-        }
-        let mut logger = QueryLogger::new(sql, self.log.clone());
-        let mut read = || -> Result<Vec<T>, Failed> {
-            let (statement, kept) = self.prepared.statement(sql, Kept::new)?;
-            bind(statement, &kept.arguments, values, 0)?;
-            let mut rows = statement.raw_query();
-            let mut found = Vec::new();
-            while let Some(row) = rows.next()? {
-                logger.increment_rows_returned();
-                found.push(decode(row)?);
-            }
-            Ok(found)
-        };
-        match read() {
-            Ok(found) => Ok(Some(found)),
-            Err(Failed::Busy) => Ok(None),
-            Err(Failed::Error(error)) => Err(error),
-        }
+        self.read_each(sql, values, |row, _| decode(row))
     }
 
     /// Runs one statement and reads each row as a `T` by position, its columns' names
@@ -262,6 +241,32 @@ impl InlineSqlite {
         sql: &str,
         values: &[AnyValueKind<'_>],
     ) -> Result<Option<Vec<T>>, sqlx::Error> {
+        let mut first = true;
+        self.read_each(sql, values, |row, kept| {
+            if std::mem::take(&mut first) {
+                let this = (
+                    TypeId::of::<T>(),
+                    row.as_ref().get_status(StatementStatus::RePrepare),
+                );
+                if kept.checked != Some(this) {
+                    if !positional::names_match::<T>(row, 0) {
+                        return Err(positional::not_its_columns::<T>());
+                    }
+                    kept.checked = Some(this);
+                }
+            }
+            T::read(row, 0)
+        })
+    }
+
+    /// Runs one statement, each row decoded by `decode` (with what is kept beside the
+    /// statement); `Ok(None)` when it needs a lock another process holds.
+    fn read_each<T>(
+        &mut self,
+        sql: &str,
+        values: &[AnyValueKind<'_>],
+        mut decode: impl FnMut(&rusqlite::Row<'_>, &mut Kept) -> Result<T, sqlx::Error>,
+    ) -> Result<Option<Vec<T>>, sqlx::Error> {
         if self.split(sql).len() != 1 {
             return Err(sqlx::Error::Protocol(
                 "a read by position takes one statement".to_owned(),
@@ -274,18 +279,8 @@ impl InlineSqlite {
             let mut rows = statement.raw_query();
             let mut found = Vec::new();
             while let Some(row) = rows.next()? {
-                if found.is_empty() {
-                    let compiled = row.as_ref().get_status(StatementStatus::RePrepare);
-                    let this = (TypeId::of::<T>(), compiled);
-                    if kept.checked != Some(this) {
-                        if !positional::names_match::<T>(row, 0) {
-                            return Err(positional::not_its_columns::<T>().into());
-                        }
-                        kept.checked = Some(this);
-                    }
-                }
                 logger.increment_rows_returned();
-                found.push(T::read(row, 0)?);
+                found.push(decode(row, kept)?);
             }
             Ok(found)
         };
