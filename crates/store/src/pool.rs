@@ -97,6 +97,35 @@ impl fmt::Debug for Conn {
 }
 
 impl Conn {
+    /// `query`'s rows as `T`s, inside whatever the connection has begun: on an inline
+    /// SQLite connection read by position ([`InlineSqlite::records`], the columns' names
+    /// checked once per compiled statement), on any other through sqlx's executor by name,
+    /// as also when the statement needs a lock another process holds (nothing of it ran,
+    /// and the executor waits for the lock).
+    pub(crate) async fn records<'q, T>(
+        &mut self,
+        mut query: sqlx::query::QueryAs<'q, Any, T, AnyArguments<'q>>,
+    ) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: crate::field::positional::Positional
+            + for<'r> sqlx::FromRow<'r, AnyRow>
+            + Send
+            + Unpin
+            + 'static,
+    {
+        let sql = query.sql();
+        let arguments = query
+            .take_arguments()
+            .map_err(sqlx::Error::Encode)?
+            .unwrap_or_default();
+        if let Conn::Inline(inline) = self {
+            if let Some(records) = inline.records(sql, &arguments.values.0)? {
+                return Ok(records);
+            }
+        }
+        sqlx::query_as_with(sql, arguments).fetch_all(self).await
+    }
+
     /// Whether the connection still answers. A file's connection cannot break while idle.
     async fn ping(&mut self) -> Result<(), sqlx::Error> {
         match self {
@@ -538,37 +567,6 @@ impl PooledConnection {
         if finished {
             self.settle();
         }
-    }
-}
-
-impl Conn {
-    /// `query`'s rows as `T`s, inside whatever the connection has begun: on an inline
-    /// SQLite connection read by position ([`InlineSqlite::records`], the columns' names
-    /// checked once per compiled statement), on any other through sqlx's executor by name,
-    /// as also when the statement needs a lock another process holds (nothing of it ran,
-    /// and the executor waits for the lock).
-    pub(crate) async fn records<'q, T>(
-        &mut self,
-        mut query: sqlx::query::QueryAs<'q, Any, T, AnyArguments<'q>>,
-    ) -> Result<Vec<T>, sqlx::Error>
-    where
-        T: crate::field::positional::Positional
-            + for<'r> sqlx::FromRow<'r, AnyRow>
-            + Send
-            + Unpin
-            + 'static,
-    {
-        let sql = query.sql();
-        let arguments = query
-            .take_arguments()
-            .map_err(sqlx::Error::Encode)?
-            .unwrap_or_default();
-        if let Conn::Inline(inline) = self {
-            if let Some(records) = inline.records(sql, &arguments.values.0)? {
-                return Ok(records);
-            }
-        }
-        sqlx::query_as_with(sql, arguments).fetch_all(self).await
     }
 }
 

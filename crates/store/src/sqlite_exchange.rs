@@ -2,9 +2,9 @@
 //! connection (the store's inline connection runs them on the calling thread), as SQLite's
 //! refresh rotation (`sqlite_rotation.rs`). The first begins it with the write lock; the
 //! second reads the code that passes every check, as its redemption will leave it, with its
-//! user (by position); only when that row comes back does the third redeem it, insert the grant (and its first
-//! refresh token for `offline_access`) from the values read, and commit. Under the write
-//! lock nothing can change between the read and the writes.
+//! user (by position); only when that row comes back does the third redeem it, insert the
+//! grant (and its first refresh token for `offline_access`) from the values read, and
+//! commit. Under the write lock nothing can change between the read and the writes.
 //!
 //! Why not one batch of conditional statements, as before: its redemption's `RETURNING` is a
 //! temporary table with a lookup of the user per column, and its grant was inserted from a

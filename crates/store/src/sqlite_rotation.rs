@@ -3,8 +3,9 @@
 //! first begins it with the write lock; the second reads the presented token with every
 //! condition of a rotation and, in the same row, its grant, its user and the successor's
 //! expiry (by position, [`crate::pool::Conn::records`]); only when that row comes back does
-//! the third consume the token, insert the successor and commit. Under the write lock nothing can change between the read and the writes, so two
-//! rotations of one token cannot both succeed, as with PostgreSQL's single statement.
+//! the third consume the token, insert the successor and commit. Under the write lock
+//! nothing can change between the read and the writes, so two rotations of one token
+//! cannot both succeed, as with PostgreSQL's single statement.
 //!
 //! Why not one statement, as before: SQLite has no data-modifying CTEs, so it was an upsert
 //! of two rows selected from the table it inserts into, which SQLite first copies into a
