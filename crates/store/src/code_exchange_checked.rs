@@ -20,6 +20,7 @@ use crate::error::StoreError;
 use crate::field::positional::positional;
 use crate::grants::{NewRefreshToken, INSERT_GRANT, INSERT_REFRESH_TOKEN};
 use crate::revision::Revision;
+use crate::sqlite_group_commit::Durable;
 use crate::tenant::TenantStore;
 use crate::users::User;
 use crate::UnixTime;
@@ -95,6 +96,20 @@ impl TenantStore<'_> {
         presented: &PresentedCode<'_>,
         now: UnixTime,
     ) -> Result<CheckedExchange, StoreError> {
+        let (exchange, durable) = self.exchange_checked_code_pending(presented, now).await?;
+        durable.wait().await?;
+        Ok(exchange)
+    }
+
+    /// [`TenantStore::exchange_checked_code`], returned before the grant is committed on
+    /// SQLite (`sqlite_group_commit.rs`): sign the tokens, then wait for the [`Durable`]
+    /// before sending them. Any other outcome than [`CheckedExchange::Issued`] is
+    /// committed already.
+    pub async fn exchange_checked_code_pending(
+        &self,
+        presented: &PresentedCode<'_>,
+        now: UnixTime,
+    ) -> Result<(CheckedExchange, Durable), StoreError> {
         let exchange = sqlx::query_as(match self.backend() {
             Backend::Postgres => &POSTGRES_CHECKED_EXCHANGE,
             Backend::Sqlite => &crate::sqlite_exchange::READ,
@@ -111,29 +126,32 @@ impl TenantStore<'_> {
         .bind(presented.refresh_token.token_hash.to_vec())
         .bind(presented.refresh_token.expires_at)
         .bind(presented.dpop_jkt.map(str::to_owned));
-        let rows: Vec<CheckedRow> = match self.backend() {
-            Backend::Postgres => exchange.fetch_all(self.pool()).await?,
+        let (rows, durable): (Vec<CheckedRow>, Durable) = match self.backend() {
+            Backend::Postgres => (exchange.fetch_all(self.pool()).await?, Durable::done()),
             Backend::Sqlite => {
                 let refresh_token = (
                     presented.refresh_token.token_hash,
                     presented.refresh_token.expires_at,
                 );
-                self.exchange_on_sqlite(
-                    exchange,
-                    refresh_token,
-                    presented.dpop_jkt,
-                    now,
-                    presented.code_hash,
-                )
-                .await?
-                .into_iter()
-                .collect()
+                match self
+                    .exchange_on_sqlite(
+                        exchange,
+                        refresh_token,
+                        presented.dpop_jkt,
+                        now,
+                        presented.code_hash,
+                    )
+                    .await?
+                {
+                    Some((row, durable)) => (vec![row], durable),
+                    None => (Vec::new(), Durable::done()),
+                }
             }
         };
         let Some(row) = rows.into_iter().next() else {
-            return Ok(CheckedExchange::NotRedeemed);
+            return Ok((CheckedExchange::NotRedeemed, durable));
         };
-        Ok(match row {
+        let exchange = match row {
             CheckedRow {
                 code,
                 offline,
@@ -155,7 +173,13 @@ impl TenantStore<'_> {
                 refresh_token_stored: offline != 0,
             },
             _ => CheckedExchange::UserGone,
-        })
+        };
+        if !matches!(exchange, CheckedExchange::Issued { .. }) {
+            // Answered with an error at once: the code is spent before that.
+            durable.wait().await?;
+            return Ok((exchange, Durable::done()));
+        }
+        Ok((exchange, durable))
     }
 }
 

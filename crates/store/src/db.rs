@@ -294,6 +294,11 @@ impl Store {
         database.sync_file().await?;
         let turn = database.writer.lock().await;
         let held = std::time::Instant::now();
+        // Grants left open for their group's commit (`sqlite_group_commit.rs`) are committed
+        // first: a writer's open transaction would keep the log from restarting.
+        if let Ok(mut conn) = database.pool.acquire().await {
+            conn.settle();
+        }
         self.count_statement();
         let restart = database.checkpoint_log(Mode::Restart).await;
         let held = held.elapsed();

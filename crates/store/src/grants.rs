@@ -12,6 +12,7 @@ use crate::db::Backend;
 use crate::error::StoreError;
 use crate::field::positional::positional;
 use crate::revision::{expected_values, Revision};
+use crate::sqlite_group_commit::Durable;
 use crate::tenant::TenantStore;
 use crate::users::User;
 use crate::UnixTime;
@@ -303,6 +304,25 @@ impl TenantStore<'_> {
         grant_max_age: UnixTime,
         now: UnixTime,
     ) -> Result<RefreshRotation, StoreError> {
+        let (rotation, durable) = self
+            .rotate_refresh_token_pending(token_hash, client, next, grant_max_age, now)
+            .await?;
+        durable.wait().await?;
+        Ok(rotation)
+    }
+
+    /// [`TenantStore::rotate_refresh_token`], returned before the rotation is committed
+    /// on SQLite (`sqlite_group_commit.rs`): sign the tokens, then wait for the [`Durable`]
+    /// before sending them. Any other outcome than [`RefreshRotation::Rotated`] is
+    /// committed already.
+    pub async fn rotate_refresh_token_pending(
+        &self,
+        token_hash: &[u8],
+        client: RefreshingClient<'_>,
+        next: NewRefreshToken<'_>,
+        grant_max_age: UnixTime,
+        now: UnixTime,
+    ) -> Result<(RefreshRotation, Durable), StoreError> {
         let presented = Presented {
             token_hash,
             client,
@@ -311,21 +331,21 @@ impl TenantStore<'_> {
             now,
         };
         let found = match self.backend() {
-            Backend::Postgres => {
-                self.rotation_statement::<GrantAndUser>(&POSTGRES_ROTATION, &presented)
-                    .fetch_optional(self.pool())
-                    .await?
-            }
+            Backend::Postgres => self
+                .rotation_statement::<GrantAndUser>(&POSTGRES_ROTATION, &presented)
+                .fetch_optional(self.pool())
+                .await?
+                .map(|found| (found, Durable::done())),
             Backend::Sqlite => self.rotate_on_sqlite(&presented).await?,
         };
         // SQLite's turn to write is given back by now: a retry takes it again for its
         // transaction, and the turn is not reentrant.
         match found {
-            Some(found) => {
+            Some((found, durable)) => {
                 let (grant, user) = grant_and_user(found);
-                Ok(RefreshRotation::Rotated(grant, user))
+                Ok((RefreshRotation::Rotated(grant, user), durable))
             }
-            None => self.diagnose_refusal(&presented).await,
+            None => Ok((self.diagnose_refusal(&presented).await?, Durable::done())),
         }
     }
 

@@ -43,6 +43,7 @@ use sqlx::{
 use sqlx_core::any::{AnyConnectionBackend, AnyValueKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::sqlite_group_commit::Group;
 use crate::sqlite_inline::{InlineSqlite, OpenMode, Progress, Ran, Results};
 
 /// A connection idle this long is pinged before it is handed out; one used moments ago is
@@ -298,6 +299,15 @@ struct Shared {
     /// Connections open, idle or in use.
     open: AtomicU32,
     closed: AtomicBool,
+    /// A transaction left open with writes waiting for their commit
+    /// (`sqlite_group_commit.rs`), and its connection, idle meanwhile: whoever takes a
+    /// connection next takes this one.
+    group: Mutex<Option<OpenGroup>>,
+}
+
+struct OpenGroup {
+    group: Arc<Group>,
+    conn: Conn,
 }
 
 struct Idle {
@@ -327,13 +337,37 @@ impl Pool {
                 idle: Mutex::new(Vec::new()),
                 open: AtomicU32::new(0),
                 closed: AtomicBool::new(false),
+                group: Mutex::new(None),
             }),
         }
     }
 
     /// A connection: an idle one (pinged first if it has been idle a while), or a new one.
     /// Waits for a connection in use at most the acquire timeout, then `PoolTimedOut`.
+    /// A transaction of grants left open on it (`sqlite_group_commit.rs`) is committed
+    /// first, so that nothing reads or writes beside writes not yet committed.
     pub(crate) async fn acquire(&self) -> Result<PooledConnection, sqlx::Error> {
+        let (mut conn, group) = self.acquire_joining().await?;
+        if let Some(group) = group {
+            match conn.commit().await {
+                Ok(()) => group.settle(Ok(())),
+                Err(error) => {
+                    // Rolled back, or gone with a connection closed since: nothing of it
+                    // is stored, and its members fail. This connection is as good as any.
+                    group.settle(Err(error.to_string()));
+                    let _ = conn.rollback().await;
+                }
+            }
+            conn.settle();
+        }
+        Ok(conn)
+    }
+
+    /// [`Pool::acquire`] without committing the open group: for a member of it, which gets
+    /// the group with the connection it is open on.
+    pub(crate) async fn acquire_joining(
+        &self,
+    ) -> Result<(PooledConnection, Option<Arc<Group>>), sqlx::Error> {
         let shared = &self.shared;
         let deadline = tokio::time::Instant::now() + shared.acquire_timeout;
         let permit = tokio::time::timeout_at(deadline, Arc::clone(&shared.permits).acquire_owned())
@@ -352,22 +386,26 @@ impl Pool {
                 settled: false,
                 shared: Arc::clone(shared),
                 permit: Some(permit),
+                group: None,
             }
         };
+        if let Some(OpenGroup { group, conn }) = shared.take_group() {
+            return Ok((pooled(conn), Some(group)));
+        }
         while let Some(idle) = shared.take_idle() {
             let mut conn = idle.conn;
             if idle.since.elapsed() < PING_AFTER_IDLE {
-                return Ok(pooled(conn));
+                return Ok((pooled(conn), None));
             }
             // Broken while idle: dropped (nothing to roll back), and the next is tried.
             if let Ok(Ok(())) = tokio::time::timeout_at(deadline, conn.ping()).await {
-                return Ok(pooled(conn));
+                return Ok((pooled(conn), None));
             }
         }
         let conn = tokio::time::timeout_at(deadline, shared.connect())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)??;
-        Ok(pooled(conn))
+        Ok((pooled(conn), None))
     }
 
     /// A connection in a transaction (`BEGIN`).
@@ -472,10 +510,20 @@ impl Pool {
         self.shared.max
     }
 
+    /// Whether SQLite's grants share transactions (`sqlite_group_commit.rs`): on the
+    /// store's own connections to an SQLite file.
+    pub(crate) fn groups(&self) -> bool {
+        matches!(self.shared.connector, Connector::Inline { .. })
+    }
+
     /// Refuses new acquires, waits until every connection in use is given back (or closed),
     /// then closes the idle ones. On SQLite the last connection to close checkpoints the log.
     pub(crate) async fn close(&self) {
         let shared = &self.shared;
+        // What an open group holds is committed, not rolled back with its connection.
+        if let Ok(mut conn) = self.acquire().await {
+            conn.settle();
+        }
         shared.closed.store(true, Ordering::Release);
         // Every permit: no connection is in use or closing any more.
         let all = shared.permits.acquire_many(shared.max).await;
@@ -490,6 +538,19 @@ impl Pool {
 }
 
 impl Shared {
+    /// The open group and its connection, no longer counted as open.
+    fn take_group(&self) -> Option<OpenGroup> {
+        let open = self
+            .group
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if open.is_some() {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+        }
+        open
+    }
+
     fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
         // A panic while the lock was held leaves a list that is still a list.
         self.idle
@@ -544,11 +605,20 @@ pub(crate) struct PooledConnection {
     settled: bool,
     shared: Arc<Shared>,
     permit: Option<OwnedSemaphorePermit>,
+    /// The group whose transaction is left open on it, for the next user to commit.
+    group: Option<Arc<Group>>,
 }
 
 impl PooledConnection {
     /// What ran on the connection has finished and left nothing open: it may be reused.
     pub(crate) fn settle(&mut self) {
+        self.settled = true;
+    }
+
+    /// What ran on the connection has finished, and `group`'s transaction is left open on
+    /// it: the next user of the pool's connections takes it and commits that first.
+    pub(crate) fn leave_group_open(&mut self, group: Arc<Group>) {
+        self.group = Some(group);
         self.settled = true;
     }
 
@@ -593,10 +663,19 @@ impl Drop for PooledConnection {
         let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
         let shared = Arc::clone(&self.shared);
         if self.settled && !shared.closed.load(Ordering::Acquire) {
-            shared.lock_idle().push(Idle {
-                conn,
-                since: Instant::now(),
-            });
+            match self.group.take() {
+                Some(group) => {
+                    let open = OpenGroup { group, conn };
+                    *shared
+                        .group
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(open);
+                }
+                None => shared.lock_idle().push(Idle {
+                    conn,
+                    since: Instant::now(),
+                }),
+            }
             // The permit is released after this, with the connection already idle.
             return;
         }

@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use crate::code_exchange_checked::{CheckedRow, CODE_PASSES};
 use crate::error::StoreError;
 use crate::grants::{INSERT_GRANT, INSERT_REFRESH_TOKEN};
+use crate::sqlite_group_commit::{Durable, GroupWrite};
 use crate::tenant::TenantStore;
 use crate::UnixTime;
 
@@ -29,28 +30,27 @@ impl TenantStore<'_> {
         dpop_jkt: Option<&str>,
         now: UnixTime,
         code_hash: &[u8],
-    ) -> Result<Option<CheckedRow>, StoreError> {
+    ) -> Result<Option<(CheckedRow, Durable)>, StoreError> {
         let _turn = self.write_turn().await;
-        // Dropped before it is settled (an error, or the request gone between the calls),
-        // the connection is closed, which rolls back what the transaction did.
-        let mut conn = self.pool().acquire().await?;
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        // In the transaction open on the connection, or one begun with the write lock
+        // (`sqlite_group_commit.rs`). Dropped before it is settled (an error, or the request
+        // gone between the calls), the connection is closed, which rolls it back.
+        let mut write = GroupWrite::join(self.pool()).await?;
         // Read by position (its columns' names checked once per compiled statement), not
         // from an `AnyRow` by name.
-        let rows = conn.records(read).await?;
+        let rows = write.conn.records(read).await?;
         let Some(row) = rows.into_iter().next() else {
-            sqlx::query("ROLLBACK").execute(&mut *conn).await?;
-            conn.settle();
+            write.read_nothing().await?;
             return Ok(None);
         };
         let code = &row.code;
-        let write = match (&code.grant_id, row.offline != 0) {
-            (None, _) => &*SPEND,
+        let statement = match (&code.grant_id, row.offline != 0) {
+            (None, _) => REDEEM,
             (Some(_), false) => &*ISSUE,
             (Some(_), true) => &*ISSUE_WITH_REFRESH_TOKEN,
         };
         // The transaction has held the write lock since the read, so the code is as read.
-        sqlx::query(write)
+        sqlx::query(statement)
             .bind(now)
             .bind(self.id_str())
             .bind(code_hash.to_vec())
@@ -65,10 +65,10 @@ impl TenantStore<'_> {
             .bind(dpop_jkt)
             .bind(refresh_token.0.to_vec())
             .bind(refresh_token.1)
-            .execute(&mut *conn)
+            .execute(&mut *write.conn)
             .await?;
-        conn.settle();
-        Ok(Some(row))
+        let durable = write.wrote().await?;
+        Ok(Some((row, durable)))
     }
 }
 
@@ -99,22 +99,18 @@ pub(crate) static READ: LazyLock<String> = LazyLock::new(|| {
 const REDEEM: &str = "UPDATE authorization_codes SET redeemed_at = $1, grant_id = $4 \
      WHERE tenant_id = $2 AND code_hash = $3 AND redeemed_at IS NULL";
 
-/// A code whose user is gone, disabled or no longer a member, or whose client is disabled:
-/// spent, without a grant.
-static SPEND: LazyLock<String> = LazyLock::new(|| format!("{REDEEM}; COMMIT"));
-
 /// The grant `$4` of client `$5` for the code's user `$6`, organization `$7`, scope `$8`,
-/// sign-in at `$9` in session `$10` with methods `$11`, bound to DPoP key `$12`.
+/// sign-in at `$9` in session `$10` with methods `$11`, bound to DPoP key `$12`. Without a
+/// grant (`$4` `NULL`: the code's user is gone, disabled or no longer a member, or its
+/// client is disabled) the code is spent with [`REDEEM`] alone.
 static ISSUE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "{REDEEM}; {INSERT_GRANT} VALUES ($2, $4, $5, $6, $7, $8, $9, $1, $10, $11, $12); COMMIT"
-    )
+    format!("{REDEEM}; {INSERT_GRANT} VALUES ($2, $4, $5, $6, $7, $8, $9, $1, $10, $11, $12)")
 });
 
 /// [`ISSUE`], and the grant's first refresh token `$13`, expiring at `$14`.
 static ISSUE_WITH_REFRESH_TOKEN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{REDEEM}; {INSERT_GRANT} VALUES ($2, $4, $5, $6, $7, $8, $9, $1, $10, $11, $12); \
-         {INSERT_REFRESH_TOKEN} VALUES ($2, $13, $4, $1, $14); COMMIT"
+         {INSERT_REFRESH_TOKEN} VALUES ($2, $13, $4, $1, $14)"
     )
 });

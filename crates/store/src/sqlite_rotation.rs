@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 use crate::error::StoreError;
 use crate::field::positional::positional;
 use crate::grants::{grant_stands_for_key, GrantAndUser, Presented, INSERT_REFRESH_TOKEN};
+use crate::sqlite_group_commit::{Durable, GroupWrite};
 use crate::tenant::TenantStore;
 
 /// The read's row: the grant and its user, and when the successor expires.
@@ -40,15 +41,16 @@ impl TenantStore<'_> {
     pub(crate) async fn rotate_on_sqlite(
         &self,
         presented: &Presented<'_>,
-    ) -> Result<Option<GrantAndUser>, StoreError> {
+    ) -> Result<Option<(GrantAndUser, Durable)>, StoreError> {
         let _turn = self.write_turn().await;
-        // Dropped before it is settled (an error, or the request gone between the calls),
-        // the connection is closed, which rolls back what the transaction did.
-        let mut conn = self.pool().acquire().await?;
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        // In the transaction open on the connection, or one begun with the write lock
+        // (`sqlite_group_commit.rs`). Dropped before it is settled (an error, or the request
+        // gone between the calls), the connection is closed, which rolls it back.
+        let mut write = GroupWrite::join(self.pool()).await?;
         // Read by position (its columns' names checked once per compiled statement), not
         // from an `AnyRow` by name: a refresh's one row.
-        let read = conn
+        let read = write
+            .conn
             .records(self.rotation_statement::<Rotatable>(&READ, presented))
             .await?;
         let Some(Rotatable {
@@ -56,8 +58,7 @@ impl TenantStore<'_> {
             successor_expires_at,
         }) = read.into_iter().next()
         else {
-            sqlx::query("ROLLBACK").execute(&mut *conn).await?;
-            conn.settle();
+            write.read_nothing().await?;
             return Ok(None);
         };
         // The transaction has held the write lock since the read, so the token is as read.
@@ -68,10 +69,10 @@ impl TenantStore<'_> {
             .bind(presented.next.token_hash.to_vec())
             .bind(found.grant_id())
             .bind(successor_expires_at)
-            .execute(&mut *conn)
+            .execute(&mut *write.conn)
             .await?;
-        conn.settle();
-        Ok(Some(found))
+        let durable = write.wrote().await?;
+        Ok(Some((found, durable)))
     }
 }
 
@@ -98,12 +99,11 @@ static READ: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Consumes the token `$3` at `$1`, recording its successor `$4` (for a retry within the
-/// client's window), inserts the successor into grant `$5`, expiring at `$6`, and commits.
+/// client's window), and inserts the successor into grant `$5`, expiring at `$6`.
 static WRITE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE refresh_tokens SET consumed_at = $1, successor_hash = $4 \
          WHERE tenant_id = $2 AND token_hash = $3 AND consumed_at IS NULL; \
-         {INSERT_REFRESH_TOKEN} VALUES ($2, $4, $5, $1, $6); \
-         COMMIT"
+         {INSERT_REFRESH_TOKEN} VALUES ($2, $4, $5, $1, $6)"
     )
 });

@@ -18,6 +18,7 @@ on_both_backends!(
     a_grant_ends_when_its_user_leaves_the_organization,
     a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed,
     a_refresh_is_one_statement_and_sees_every_change_of_its_client,
+    a_token_response_is_sent_once_what_it_issued_is_committed,
 );
 
 /// A grant with a refresh token, through the browser and the token endpoint.
@@ -52,6 +53,25 @@ async fn refreshed(app: &TestApp, token: &str) -> serde_json::Value {
     let response = refresh(app, token, &[]).await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
+}
+
+/// Durability before the answer: read from a connection of its own as soon as a response
+/// has come, what the exchange and the refresh stored is there. (On SQLite their writes
+/// are committed with their group's, `sqlite_group_commit.rs`, and the server waits for it
+/// before it sends the tokens.)
+async fn a_token_response_is_sent_once_what_it_issued_is_committed(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    // The client's first exchange reads it from the database; the node keeps it for the
+    // next, which is then one transaction (`exchange_checked_code`).
+    first_refresh_token(&app).await;
+    let before = (app.rows("grants").await, app.rows("refresh_tokens").await);
+    let first = first_refresh_token(&app).await;
+    let exchanged = (app.rows("grants").await, app.rows("refresh_tokens").await);
+    assert_eq!(exchanged, (before.0 + 1, before.1 + 1));
+    refreshed(&app, &first).await;
+    assert_eq!(app.rows("refresh_tokens").await, before.1 + 2);
+    app.stop().await;
 }
 
 async fn each_refresh_rotates_and_a_reused_token_revokes_the_newest_too(db: TestDatabase) {

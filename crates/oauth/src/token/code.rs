@@ -195,16 +195,21 @@ async fn exchange_checked(
             expires_at: first_refresh_expiry(state, now),
         },
     };
-    match tenant.exchange_checked_code(&presented, now).await? {
+    // On SQLite the grant may not be committed yet (its group's commit, made once the first
+    // of its responses is signed): the tokens are signed first, then sent only once it is.
+    let (exchange, durable) = tenant
+        .exchange_checked_code_pending(&presented, now)
+        .await?;
+    match exchange {
         CheckedExchange::Issued {
             code,
             user,
             refresh_token_stored,
         } => {
             let refresh_token = refresh_token_stored.then_some(refresh_token);
-            Ok(Some(
-                issue_tokens(request, &code, &user, refresh_token).await?,
-            ))
+            let issued = issue_tokens(request, &code, &user, refresh_token).await?;
+            durable.wait().await?;
+            Ok(Some(issued))
         }
         CheckedExchange::UserGone => Err(user_gone()),
         CheckedExchange::NotRedeemed => Ok(None),

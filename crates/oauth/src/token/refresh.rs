@@ -151,8 +151,11 @@ async fn refresh_as(
         token_hash: &next_hash,
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     };
-    let (grant, user) = match tenant
-        .rotate_refresh_token(
+    // On SQLite the rotation may not be committed yet (its group's commit, made once the
+    // first of its responses is signed): the tokens are signed first, then sent only once
+    // it is (`durable`).
+    let (rotation, durable) = tenant
+        .rotate_refresh_token_pending(
             &token_hash,
             RefreshingClient {
                 client_id: &client.client_id,
@@ -164,8 +167,8 @@ async fn refresh_as(
             state.config.grant_max_age,
             now,
         )
-        .await?
-    {
+        .await?;
+    let (grant, user) = match rotation {
         RefreshRotation::Rotated(grant, user) => (grant, user),
         RefreshRotation::Retried(grant, user) => {
             tracing::info!(tenant = %tenant_id, client_id = %client.client_id, "refresh token retried within the client's window: its unused successor is ended");
@@ -214,7 +217,9 @@ async fn refresh_as(
         refresh_token: Some(format!("{tenant_id}.{next_secret}")),
         dpop_jkt: dpop.map(|proof| proof.jkt.as_str()),
     };
-    Ok(Refreshed::Issued(issue::mint(state, issue, now).await?))
+    let issued = issue::mint(state, issue, now).await?;
+    durable.wait().await?;
+    Ok(Refreshed::Issued(issued))
 }
 
 /// The requested scopes, each of which the grant holds, in canonical order.
