@@ -10,6 +10,13 @@ pub type UnixTime = i64;
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current time in seconds since the Unix epoch.
     fn now(&self) -> UnixTime;
+
+    /// The current time in milliseconds since the Unix epoch, for what is ordered by time
+    /// finer than a second (a grant's id); nothing is decided on it. A clock that keeps
+    /// seconds only reads its second's start.
+    fn now_millis(&self) -> i64 {
+        self.now().saturating_mul(1000)
+    }
 }
 
 /// The operating system's wall clock.
@@ -24,6 +31,14 @@ impl Clock for SystemClock {
         match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(since) => i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
             Err(before) => i64::try_from(before.duration().as_secs()).map_or(i64::MIN, |s| -s),
+        }
+    }
+
+    #[allow(clippy::disallowed_methods)]
+    fn now_millis(&self) -> i64 {
+        match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+            Err(_) => 0,
         }
     }
 }
@@ -79,6 +94,20 @@ mod tests {
     fn system_clock_is_after_2023() {
         // 2023-11-14T22:13:20Z; a clock before that is misread, not merely slow.
         assert!(SystemClock.now() > 1_700_000_000);
+    }
+
+    #[test]
+    fn milliseconds_are_within_the_second_the_clock_reads() {
+        assert_eq!(ManualClock::new(7).now_millis(), 7_000);
+        let (before, millis, after) = (
+            SystemClock.now(),
+            SystemClock.now_millis(),
+            SystemClock.now(),
+        );
+        assert!(
+            (before * 1000..(after + 1) * 1000).contains(&millis),
+            "{millis}"
+        );
     }
 
     #[test]

@@ -40,7 +40,10 @@ pub async fn exchange_code(
         state,
         tenant: &tenant,
         code_hash: hash_secret(secret),
-        grant_id: state.random.uuid_v4()?,
+        // Ordered by time: consecutive grants share their indexes' last pages.
+        grant_id: state
+            .random
+            .uuid_v7(u64::try_from(state.clock.now_millis()).unwrap_or(0))?,
         redirect_uri,
         verifier,
         dpop,
