@@ -296,9 +296,7 @@ impl Store {
         let held = std::time::Instant::now();
         // Grants left open for their group's commit (`sqlite_group_commit.rs`) are committed
         // first: a writer's open transaction would keep the log from restarting.
-        if let Ok(mut conn) = database.pool.acquire().await {
-            conn.settle();
-        }
+        database.pool.commit_open_group().await;
         self.count_statement();
         let restart = database.checkpoint_log(Mode::Restart).await;
         let held = held.elapsed();

@@ -516,14 +516,28 @@ impl Pool {
         matches!(self.shared.connector, Connector::Inline { .. })
     }
 
+    /// Commits the transaction a group left open, if one is (`sqlite_group_commit.rs`): taking
+    /// its connection does. A failure is its members' to report.
+    pub(crate) async fn commit_open_group(&self) {
+        let open = self
+            .shared
+            .group
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_some();
+        if open {
+            if let Ok(mut conn) = self.acquire().await {
+                conn.settle();
+            }
+        }
+    }
+
     /// Refuses new acquires, waits until every connection in use is given back (or closed),
     /// then closes the idle ones. On SQLite the last connection to close checkpoints the log.
     pub(crate) async fn close(&self) {
         let shared = &self.shared;
         // What an open group holds is committed, not rolled back with its connection.
-        if let Ok(mut conn) = self.acquire().await {
-            conn.settle();
-        }
+        self.commit_open_group().await;
         shared.closed.store(true, Ordering::Release);
         // Every permit: no connection is in use or closing any more.
         let all = shared.permits.acquire_many(shared.max).await;

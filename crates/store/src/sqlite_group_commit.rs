@@ -304,6 +304,20 @@ mod tests {
         }
     }
 
+    /// The log's restart waits for no writer: an open group is committed first.
+    #[tokio::test]
+    async fn the_logs_restart_commits_the_group_first() {
+        let (_db, mut node, other) = two_nodes().await;
+        node.restart_log_after(1);
+        // The checkpoints' connection, opened as the server's is, before any write.
+        node.checkpoint().await.unwrap();
+        let write = insert(node.pool(), 1).await;
+        let checkpoint = node.checkpoint().await.unwrap();
+        assert_eq!((checkpoint.restarts, checkpoint.restarts_refused), (1, 0));
+        assert_eq!(count(&other).await, 1);
+        write.wait().await.unwrap();
+    }
+
     #[tokio::test]
     async fn closing_the_store_commits_the_group() {
         let (_db, node, other) = two_nodes().await;
