@@ -102,7 +102,6 @@ mod tests {
             .all(|c| c == b'-' || c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
     }
 
-    /// Bytes counting up from the one it holds, the same each time.
     /// RFC 9562 §5.7: 48 bits of Unix milliseconds, big-endian, then the version (7), 12
     /// random bits, the variant and 62 more; ids of later milliseconds sort after, as text
     /// too (what a database's index of them orders by).
@@ -124,6 +123,7 @@ mod tests {
         }
     }
 
+    /// Bytes counting up from the one it holds, the same each time.
     #[derive(Debug)]
     struct Counting(u8);
 

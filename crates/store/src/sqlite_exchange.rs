@@ -1,10 +1,10 @@
-//! SQLite's code exchange for a kept client: a transaction of its own, in three calls on one
-//! connection (the store's inline connection runs them on the calling thread), as SQLite's
-//! refresh rotation (`sqlite_rotation.rs`). The first begins it with the write lock; the
-//! second reads the code that passes every check, as its redemption will leave it, with its
-//! user (by position); only when that row comes back does the third redeem it, insert the
-//! grant (and its first refresh token for `offline_access`) from the values read, and
-//! commit. Under the write lock nothing can change between the read and the writes.
+//! SQLite's code exchange for a kept client, as SQLite's refresh rotation
+//! (`sqlite_rotation.rs`): in the transaction a group left open or one begun with the write
+//! lock (`sqlite_group_commit.rs`), a read of the code that passes every check, as its
+//! redemption will leave it, with its user (by position); only when that row comes back, the
+//! redemption and the grant (and its first refresh token for `offline_access`) inserted from
+//! the values read, committed with the group's other writes before the response goes out.
+//! Under the write lock nothing can change between the read and the writes.
 //!
 //! Why not one batch of conditional statements, as before: its redemption's `RETURNING` is a
 //! temporary table with a lookup of the user per column, and its grant was inserted from a

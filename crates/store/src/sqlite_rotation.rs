@@ -1,11 +1,12 @@
-//! SQLite's refresh rotation: a transaction of its own, in three calls on one connection
-//! (the store's inline connection runs them on the calling thread, so none is a trip). The
-//! first begins it with the write lock; the second reads the presented token with every
-//! condition of a rotation and, in the same row, its grant, its user and the successor's
-//! expiry (by position, [`crate::pool::Conn::records`]); only when that row comes back does
-//! the third consume the token, insert the successor and commit. Under the write lock
-//! nothing can change between the read and the writes, so two rotations of one token
-//! cannot both succeed, as with PostgreSQL's single statement.
+//! SQLite's refresh rotation, on the store's inline connection (its calls run on the calling
+//! thread, so none is a trip), in the transaction a group left open or one it begins with the
+//! write lock (`sqlite_group_commit.rs`). It reads the presented token with every condition
+//! of a rotation and, in the same row, its grant, its user and the successor's expiry (by
+//! position, [`crate::pool::Conn::records`]); only when that row comes back does it consume
+//! the token and insert the successor, committed with the group's other writes before the
+//! response goes out. Under the write lock nothing can change between the read and the
+//! writes, so two rotations of one token cannot both succeed, as with PostgreSQL's single
+//! statement.
 //!
 //! Why not one statement, as before: SQLite has no data-modifying CTEs, so it was an upsert
 //! of two rows selected from the table it inserts into, which SQLite first copies into a
