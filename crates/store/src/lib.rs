@@ -40,6 +40,7 @@ mod signin_failures;
 mod sqlite_exchange;
 mod sqlite_group_commit;
 mod sqlite_inline;
+mod sqlite_page_cache;
 mod sqlite_rotation;
 mod sqlite_statements;
 mod sqlite_sync;
