@@ -39,15 +39,18 @@ pub(crate) enum EndingSessions<'a> {
 /// (revoked or not: the ID token is out there either way), registered a
 /// `backchannel_logout_uri`, and is not disabled. One row per (client, session): the delivery
 /// id is both, so a session ended twice is told once. `$1` tenant, `$2` now; the caller adds
-/// which sessions (from `$3`).
+/// which sessions (from `$3`). The grants are found among the session's user's
+/// (`grants_by_user`): a grant's session is always one of its user's. A session without a
+/// `sid` (older than them) matches no grant; saying `s.sid IS NOT NULL` as well made
+/// PostgreSQL search the sessions by the tenant and that, through their `sid` index.
 const QUEUE: &str = "INSERT INTO backchannel_logouts (tenant_id, delivery_id, client_id, \
        user_id, sid, attempts, next_attempt_at, created_at) \
      SELECT DISTINCT s.tenant_id, g.client_id || ' ' || s.sid, g.client_id, s.user_id, s.sid, \
        0, $2, $2 \
      FROM browser_sessions s \
-     JOIN grants g ON g.tenant_id = s.tenant_id AND g.sid = s.sid \
+     JOIN grants g ON g.tenant_id = s.tenant_id AND g.user_id = s.user_id AND g.sid = s.sid \
      JOIN clients c ON c.tenant_id = g.tenant_id AND c.client_id = g.client_id \
-     WHERE s.tenant_id = $1 AND s.sid IS NOT NULL \
+     WHERE s.tenant_id = $1 \
        AND c.backchannel_logout_uri IS NOT NULL AND c.disabled_at IS NULL \
        AND ' ' || g.scope || ' ' LIKE '% openid %'";
 
