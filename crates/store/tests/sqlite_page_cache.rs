@@ -25,6 +25,17 @@ fn key(i: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Rows `first..first + n` of random keys, each with `fill` 200 times: a few pages' growth.
+fn insert_large_rows(conn: &Connection, first: u64, n: u64, fill: &str) {
+    for i in first..first + n {
+        conn.execute(
+            "INSERT INTO t (k, v) VALUES (?1, ?2)",
+            params![key(i), fill.repeat(200)],
+        )
+        .unwrap();
+    }
+}
+
 fn row_count(conn: &Connection) -> i64 {
     conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
         .unwrap()
@@ -84,13 +95,7 @@ fn commits_after_page_splits_skip_the_scan_and_a_rollback_still_drops_its_pages(
     let pages_before = pages(&conn);
     let (handed_on_before, _) = truncations();
     let tx = conn.unchecked_transaction().unwrap();
-    for i in 0..2_000 {
-        tx.execute(
-            "INSERT INTO t (k, v) VALUES (?1, ?2)",
-            params![key(1_000_000 + i), "y".repeat(200)],
-        )
-        .unwrap();
-    }
+    insert_large_rows(&tx, 1_000_000, 2_000, "y");
     assert!(pages(&tx) > pages_before + 50);
     tx.rollback().unwrap();
     let (handed_on, _) = truncations();
@@ -105,13 +110,7 @@ fn commits_after_page_splits_skip_the_scan_and_a_rollback_still_drops_its_pages(
     // The file grows again into the page numbers the rollback gave back: fresh pages, and
     // another connection reads exactly what was committed.
     let tx = conn.unchecked_transaction().unwrap();
-    for i in 0..2_000 {
-        tx.execute(
-            "INSERT INTO t (k, v) VALUES (?1, ?2)",
-            params![key(2_000_000 + i), "z".repeat(200)],
-        )
-        .unwrap();
-    }
+    insert_large_rows(&tx, 2_000_000, 2_000, "z");
     tx.commit().unwrap();
     assert_eq!(integrity(&conn), "ok");
     let other = Connection::open(dir.path().join("cache.db")).unwrap();
