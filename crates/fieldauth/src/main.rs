@@ -14,6 +14,8 @@ fn main() -> ExitCode {
     no_preemption_between_our_threads();
     purge_freed_memory_at_once();
     sqlite_allocates_with_mimalloc();
+    // Also before SQLite's first use, on this one thread (`sqlite_page_cache.rs`).
+    store::install_sqlite_page_cache();
     let cli = fieldauth::cli::Cli::parse();
     if let Err(error) = fieldauth::telemetry::init(cli.log_format, &cli.log) {
         eprintln!("error: {error:#}");

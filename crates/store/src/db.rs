@@ -372,8 +372,6 @@ impl Database {
         let backend = Backend::from_url(url)?;
         let options = connect_options(url, backend)?;
         if backend == Backend::Sqlite {
-            // Before SQLite initializes, which the first connection does.
-            crate::sqlite_page_cache::install();
             create_sqlite_file(url)?;
         }
         let after_connect: crate::pool::AfterConnect = Arc::new(move |conn| {

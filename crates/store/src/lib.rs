@@ -97,6 +97,7 @@ pub use second_factors::{SecondFactorStanding, SecondFactors};
 pub use session_ends::{SignedOut, REVOKED_PASSWORD_CHANGED};
 pub use signin_failures::{AttemptEnd, FailureCount, FailureSubject};
 pub use sqlite_group_commit::Durable;
+pub use sqlite_page_cache::install as install_sqlite_page_cache;
 pub use statistics::GROWN_ROWS;
 pub use tenant::{TenantId, TenantStore};
 pub use tenants::{MfaPolicy, Tenant};

@@ -18,9 +18,10 @@
 //! never a page of the database (SQLite skips the lock-byte page) and a page holds it only
 //! within one split, so leaving it out never keeps a page that a truncation should drop.
 //!
-//! SQLite takes a page cache only before it initializes: [`install`] runs before the
-//! store's first connection. In a process where something else initialized SQLite first,
-//! it is not installed, and SQLite's own cache works as before, only slower.
+//! SQLite takes a page cache only before it initializes, and `sqlite3_config` must not run
+//! while another thread uses SQLite: the server's `main` calls [`install`] first thing, on
+//! its only thread, beside SQLite's allocator. Without it (a process that did not, such as
+//! the other tests' binaries) SQLite's own cache works as before, only slower.
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +58,8 @@ pub fn truncations() -> (u64, u64) {
 }
 
 /// Puts this cache in front of SQLite's default, once per process, if SQLite has not
-/// initialized yet; whether it is in place.
+/// initialized yet; whether it is in place. Call it before anything uses SQLite, while no
+/// other thread can (`sqlite3_config` is not thread-safe).
 pub fn install() -> bool {
     static INSTALLED: OnceLock<bool> = OnceLock::new();
     *INSTALLED.get_or_init(configure)

@@ -66,8 +66,6 @@ static INNER: OnceLock<Inner> = OnceLock::new();
 
 #[allow(unsafe_code)]
 fn register() -> bool {
-    // Finding the default VFS initializes SQLite, after which it takes no page cache.
-    crate::sqlite_page_cache::install();
     // SAFETY: a null name finds the default VFS; SQLite initializes itself first.
     let inner = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
     if inner.is_null() {

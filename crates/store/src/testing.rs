@@ -155,9 +155,8 @@ mod tests {
     }
 }
 
-/// SQLite's page cache as the store installs it (`sqlite_page_cache.rs`): installs it if
-/// SQLite has not initialized in this process yet, and says whether it is in place; and its
-/// truncations handed on to SQLite's own cache and left out, since the process started.
+/// SQLite's page cache as the server installs it (`sqlite_page_cache.rs`): its truncations
+/// handed on to SQLite's own cache and left out, since the process started.
 pub mod sqlite_page_cache {
-    pub use crate::sqlite_page_cache::{install, truncations};
+    pub use crate::sqlite_page_cache::truncations;
 }

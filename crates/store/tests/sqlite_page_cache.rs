@@ -1,6 +1,6 @@
-//! SQLite's page cache as the store installs it (`sqlite_page_cache.rs`), in a process of
-//! its own: SQLite takes a page cache only before it initializes, which any other test of
-//! the store's would do first.
+//! SQLite's page cache as the server installs it (`sqlite_page_cache.rs`), in a process of
+//! its own with this one test: SQLite takes a page cache only before it initializes, and
+//! from one thread, as the server's `main` installs it.
 //!
 //! Writes that split b-tree pages make SQLite's own cache believe it holds a page far past
 //! the end of the database, so that each commit scans all of it; the store's cache leaves
@@ -10,7 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rusqlite::{params, Connection};
-use store::testing::sqlite_page_cache::{install, truncations};
+use store::install_sqlite_page_cache as install;
+use store::testing::sqlite_page_cache::truncations;
 
 /// A key that lands anywhere in the index, as a token's hash does.
 fn key(i: u64) -> Vec<u8> {
