@@ -8,8 +8,8 @@
 //! size: with a largest number that far past the end, it visits every slot and every page
 //! of its hash table, not the few past the end. Under a stream of writes that is nearly
 //! every commit: about 50 µs a commit with the default 2 MiB cache on the bench's host
-//! (0.5% of a code exchange's CPU), and eight times that with a cache eight times larger,
-//! which is why a larger cache made writes slower (docs/performance.md).
+//! (0.5% of a code exchange's CPU), and three times that with a cache four times larger,
+//! which is why a larger cache never made writes faster (docs/performance.md).
 //!
 //! This cache is SQLite's default, configured in front of it before SQLite initializes,
 //! every method handed on unchanged except the truncation: each cache keeps the largest page
