@@ -50,6 +50,7 @@ static HANDED_ON: AtomicU64 = AtomicU64::new(0);
 static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// How many truncations the caches handed on to SQLite's, and how many they left out.
+#[cfg(any(test, feature = "testing"))]
 pub fn truncations() -> (u64, u64) {
     (
         HANDED_ON.load(Ordering::Relaxed),
