@@ -4,6 +4,8 @@
 //! disabled client is refused exactly as an unknown one, and a secret replaced by a rotation
 //! with a grace period is accepted until the grace ends.
 
+use std::borrow::Borrow;
+
 use axum::http::{header, HeaderMap};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -35,29 +37,40 @@ pub async fn authenticate_client(
 }
 
 /// Checks what was presented against the client registered under its id (`None`: none is),
-/// for a caller that read the client itself.
-pub(super) fn check_client(
+/// for a caller that read the client itself or holds the copy a node keeps (`Arc<Client>`),
+/// which comes back as it came rather than copied for each request.
+pub(super) fn check_client<C: Borrow<Client>>(
     tenant: &TenantStore<'_>,
     presented: &Presented,
-    client: Option<Client>,
+    client: Option<C>,
     now: UnixTime,
-) -> Result<Client, OAuthError> {
+) -> Result<C, OAuthError> {
     // A disabled client is not told apart from an unknown one: whoever holds its
     // credentials learns nothing from them.
     let client = client
-        .filter(|client| !client.disabled)
+        .filter(|client| !client.borrow().disabled)
         .ok_or(OAuthError::InvalidClient("unknown client"))?;
+    authenticates(tenant, presented, client.borrow(), now)?;
+    Ok(client)
+}
+
+fn authenticates(
+    tenant: &TenantStore<'_>,
+    presented: &Presented,
+    client: &Client,
+    now: UnixTime,
+) -> Result<(), OAuthError> {
     // Only a registered id reaches the log: a presented one is the client's free text.
     crate::events::log_context(tenant.id(), &client.client_id);
     match (client.client_type, &presented.secret, &client.secret_hash) {
-        (ClientType::Public, None, _) => Ok(client),
+        (ClientType::Public, None, _) => Ok(()),
         (ClientType::Public, Some(_), _) => Err(OAuthError::InvalidClient(
             "a public client must not send a secret",
         )),
         (ClientType::Confidential, Some(secret), Some(hash))
-            if secret_matches(&client, secret, hash, now) =>
+            if secret_matches(client, secret, hash, now) =>
         {
-            Ok(client)
+            Ok(())
         }
         (ClientType::Confidential, Some(_), _) => {
             Err(OAuthError::InvalidClient("wrong client credentials"))

@@ -54,7 +54,7 @@ pub async fn exchange_code(
     // and every refusal, is decided below on what the database holds.
     let known = &state.known_clients;
     if let Some(kept) = known.get(&tenant_id, &presented.client_id) {
-        if let Ok(client) = check_client(&tenant, &presented, Some(Client::clone(&kept)), now) {
+        if let Ok(client) = check_client(&tenant, &presented, Some(kept), now) {
             if let Some(response) = exchange_checked(&request, &client).await? {
                 return Ok(response);
             }

@@ -48,9 +48,9 @@ pub async fn refresh(
     // refuse, and a client found changed, is decided on the database's copy.
     let known = &state.known_clients;
     if let Some(kept) = known.get(&tenant_id, &presented.client_id) {
-        let client = Client::clone(&kept);
-        if let Ok(client) = check_client(&tenant, &presented, Some(client), now) {
-            if let Refreshed::Issued(response) = refresh_as(&request, client, Source::Kept).await? {
+        if let Ok(client) = check_client(&tenant, &presented, Some(kept), now) {
+            if let Refreshed::Issued(response) = refresh_as(&request, &client, Source::Kept).await?
+            {
                 return Ok(response);
             }
         }
@@ -59,7 +59,7 @@ pub async fn refresh(
     let client = tenant.find_client(&presented.client_id).await?;
     let client = check_client(&tenant, &presented, client, now)?;
     known.keep(&tenant_id, &client);
-    match refresh_as(&request, client, Source::Read).await? {
+    match refresh_as(&request, &client, Source::Read).await? {
         Refreshed::Issued(response) => Ok(response),
         // Changed between the read and the rotation: what authenticated it is gone.
         Refreshed::Recheck => {
@@ -101,7 +101,7 @@ enum Source {
 /// The refresh for `client`, authenticated from a copy in the state its `revision` names.
 async fn refresh_as(
     request: &Request<'_>,
-    client: Client,
+    client: &Client,
     source: Source,
 ) -> Result<Refreshed, OAuthError> {
     let Request {
@@ -118,7 +118,7 @@ async fn refresh_as(
         Source::Kept => Ok(Refreshed::Recheck),
         Source::Read => Err(refusal),
     };
-    if let Err(refusal) = dpop::require_proof(&client, dpop) {
+    if let Err(refusal) = dpop::require_proof(client, dpop) {
         return refuse(refusal);
     }
     let token_hash = hash_secret(secret);
