@@ -53,7 +53,7 @@ impl TenantStore<'_> {
         sqlx::query(statement)
             .bind(now)
             .bind(self.id_str())
-            .bind(code_hash.to_vec())
+            .bind(code_hash)
             .bind(code.grant_id.as_deref())
             .bind(code.client_id.as_str())
             .bind(code.user_id.as_str())
@@ -63,7 +63,7 @@ impl TenantStore<'_> {
             .bind(code.sid.as_deref())
             .bind(code.amr.as_deref())
             .bind(dpop_jkt)
-            .bind(refresh_token.0.to_vec())
+            .bind(refresh_token.0)
             .bind(refresh_token.1)
             .execute(&mut *write.conn)
             .await?;
