@@ -148,7 +148,7 @@ pub async fn exchange_code(
             return Err(OAuthError::InvalidGrant("the code was already used"));
         }
     };
-    issue_tokens(&request, &code, &user, refresh_token).await
+    issue_tokens(&request, code, &user, refresh_token).await
 }
 
 /// A code exchange, before its client is authenticated.
@@ -210,7 +210,7 @@ async fn exchange_checked(
             refresh_token_stored,
         } => {
             let refresh_token = refresh_token_stored.then_some(refresh_token);
-            let issued = issue_tokens(request, &code, &user, refresh_token).await?;
+            let issued = issue_tokens(request, *code, &user, refresh_token).await?;
             durable.wait().await?;
             Ok(Some(issued))
         }
@@ -219,36 +219,48 @@ async fn exchange_checked(
     }
 }
 
-/// The tokens of a grant just stored for a redeemed code.
+/// The tokens of a grant just stored for a redeemed code, whose values the grant takes over
+/// (not copied: this runs for every exchange).
 async fn issue_tokens(
     request: &Request<'_>,
-    code: &AuthorizationCode,
+    code: AuthorizationCode,
     user: &User,
     refresh_token: Option<String>,
 ) -> Result<TokenResponse, OAuthError> {
     let tenant_id = request.tenant.id();
+    let AuthorizationCode {
+        client_id,
+        user_id,
+        organization_guid,
+        scope,
+        nonce,
+        auth_time,
+        sid,
+        amr,
+        ..
+    } = code;
     let grant = Grant {
         grant_id: request.grant_id.clone(),
-        client_id: code.client_id.clone(),
-        user_id: code.user_id.clone(),
-        organization_guid: code.organization_guid.clone(),
-        scope: code.scope.clone(),
-        auth_time: code.auth_time,
+        client_id,
+        user_id,
+        organization_guid,
+        scope,
+        auth_time,
         created_at: request.now,
         revoked_at: None,
-        sid: code.sid.clone(),
-        amr: code.amr.clone(),
+        sid,
+        amr,
     };
     let issue = Issue {
         tenant: tenant_id.as_str(),
         grant: &grant,
-        scope: &code.scope,
+        scope: &grant.scope,
         user,
-        nonce: code.nonce.as_deref(),
+        nonce: nonce.as_deref(),
         refresh_token: refresh_token.map(|secret| format!("{tenant_id}.{secret}")),
         dpop_jkt: request.dpop.map(|proof| proof.jkt.as_str()),
     };
-    tracing::info!(tenant = %tenant_id, client_id = %code.client_id, sub = %user.user_id, "authorization code exchanged");
+    tracing::info!(tenant = %tenant_id, client_id = %grant.client_id, sub = %user.user_id, "authorization code exchanged");
     issue::mint(request.state, issue, request.now).await
 }
 
