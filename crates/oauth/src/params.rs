@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::ops::Range;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -31,7 +32,11 @@ pub const MAX_PARAMS: usize = 64;
 
 #[derive(Debug, Default)]
 pub struct Params {
-    pairs: Vec<(String, String)>,
+    /// Every name and value, decoded, one after the other: one allocation for a request's
+    /// parameters, not two a pair (every token request goes through here).
+    text: String,
+    /// Each pair's name and value, as ranges of `text`.
+    pairs: Vec<(Range<usize>, Range<usize>)>,
 }
 
 /// A parameter sent more than once.
@@ -46,37 +51,51 @@ impl Params {
     /// The pairs of `application/x-www-form-urlencoded` (WHATWG URL §5.1): `&`-separated, `+`
     /// for a space, empty segments skipped, a name without `=` has the empty value.
     pub fn parse(encoded: &[u8]) -> Result<Params, NotUtf8> {
-        let pairs = encoded
+        // Decoding never lengthens (`%XX` is one byte, `+` one), so neither buffer grows.
+        let mut params = Params {
+            text: String::with_capacity(encoded.len()),
+            pairs: Vec::with_capacity(count_params(encoded)),
+        };
+        for pair in encoded
             .split(|b| *b == b'&')
             .filter(|pair| !pair.is_empty())
-            .map(|pair| {
-                let (name, value) = match pair.iter().position(|b| *b == b'=') {
-                    Some(at) => (&pair[..at], &pair[at + 1..]),
-                    None => (pair, &b""[..]),
-                };
-                Ok((decode(name)?, decode(value)?))
-            })
-            .collect::<Result<_, NotUtf8>>()?;
-        Ok(Params { pairs })
+        {
+            let (name, value) = match pair.iter().position(|b| *b == b'=') {
+                Some(at) => (&pair[..at], &pair[at + 1..]),
+                None => (pair, &b""[..]),
+            };
+            let name = params.push_decoded(name)?;
+            let value = params.push_decoded(value)?;
+            params.pairs.push((name, value));
+        }
+        Ok(params)
+    }
+
+    fn push_decoded(&mut self, part: &[u8]) -> Result<Range<usize>, NotUtf8> {
+        let start = self.text.len();
+        decode_into(part, &mut self.text)?;
+        Ok(start..self.text.len())
+    }
+
+    /// The pairs, names and values, in the order they were sent.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        // Each range is a whole decoded name or value: always within the text, on boundaries.
+        let part = |range: &Range<usize>| self.text.get(range.clone()).unwrap_or_default();
+        self.pairs.iter().map(move |(k, v)| (part(k), part(v)))
     }
 
     /// The name of the first parameter whose name or value holds a control character
     /// (Unicode Cc: C0, DEL, C1). No parameter has a use for one, PostgreSQL cannot store a
     /// NUL in text, and values are stored and echoed.
     pub fn first_with_control(&self) -> Option<&str> {
-        self.pairs
-            .iter()
+        self.pairs()
             .find(|(k, v)| has_control(k) || has_control(v))
-            .map(|(k, _)| k.as_str())
+            .map(|(k, _)| k)
     }
 
     /// The one value of `name`; `Ok(None)` when absent or empty, `Err` when repeated.
     pub fn single(&self, name: &'static str) -> Result<Option<&str>, Repeated> {
-        let mut values = self
-            .pairs
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str());
+        let mut values = self.pairs().filter(|(k, _)| *k == name).map(|(_, v)| v);
         match (values.next(), values.next()) {
             (_, Some(_)) => Err(Repeated(name)),
             (Some(""), None) | (None, None) => Ok(None),
@@ -86,10 +105,9 @@ impl Params {
 
     /// Every value of a parameter that may repeat (the consent form's `scope` checkboxes).
     pub fn all(&self, name: &str) -> Vec<&str> {
-        self.pairs
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.pairs()
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v)
             .collect()
     }
 
@@ -100,27 +118,29 @@ impl Params {
         // hashing each (SipHash); past eight, a set keeps it linear.
         if self.pairs.len() <= 8 {
             return self
-                .pairs
-                .iter()
+                .pairs()
                 .enumerate()
-                .find(|(i, (name, _))| self.pairs[..*i].iter().any(|(seen, _)| seen == name))
-                .map(|(_, (name, _))| name.as_str());
+                .find(|(i, (name, _))| self.pairs().take(*i).any(|(seen, _)| seen == *name))
+                .map(|(_, (name, _))| name);
         }
         let mut seen = HashSet::with_capacity(self.pairs.len());
-        self.pairs
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .find(|k| !seen.insert(*k))
+        self.pairs().map(|(k, _)| k).find(|k| !seen.insert(*k))
     }
 }
 
 /// One form-urlencoded name or value: `+` is a space, `%XX` a byte, and the bytes UTF-8.
 pub(crate) fn decode(part: &[u8]) -> Result<String, NotUtf8> {
+    let mut decoded = String::with_capacity(part.len());
+    decode_into(part, &mut decoded)?;
+    Ok(decoded)
+}
+
+/// [`decode`], appended to `out`; `out` is as it was when the part is refused.
+fn decode_into(part: &[u8], out: &mut String) -> Result<(), NotUtf8> {
     // Most names and values hold neither: copied as they are once they are UTF-8.
     if !part.contains(&b'%') && !part.contains(&b'+') {
-        return std::str::from_utf8(part)
-            .map(str::to_owned)
-            .map_err(|_| NotUtf8);
+        out.push_str(std::str::from_utf8(part).map_err(|_| NotUtf8)?);
+        return Ok(());
     }
     let spaced: Cow<[u8]> = match part.contains(&b'+') {
         true => Cow::Owned(
@@ -130,10 +150,11 @@ pub(crate) fn decode(part: &[u8]) -> Result<String, NotUtf8> {
         ),
         false => Cow::Borrowed(part),
     };
-    percent_encoding::percent_decode(&spaced)
+    let decoded = percent_encoding::percent_decode(&spaced)
         .decode_utf8()
-        .map(Cow::into_owned)
-        .map_err(|_| NotUtf8)
+        .map_err(|_| NotUtf8)?;
+    out.push_str(&decoded);
+    Ok(())
 }
 
 fn has_control(value: &str) -> bool {
