@@ -14,8 +14,8 @@ use store::TenantId;
 use crate::error::OAuthError;
 use crate::events::{Event, RevokeReason};
 use crate::params::FormParams;
-use crate::secret::hash_secret;
 use crate::state::OAuthState;
+use crate::token::refresh_token::RefreshTokenKey;
 use crate::token::{authenticate_client, tenant_token};
 
 pub async fn revoke(
@@ -50,7 +50,7 @@ pub async fn revoke(
         return Ok(revoked());
     };
     if let Some(grant) = tenant
-        .find_refresh_token(&hash_secret(secret))
+        .find_refresh_token(RefreshTokenKey::of(secret).as_bytes())
         .await?
         .map(|t| t.grant)
     {

@@ -108,9 +108,10 @@ async fn the_trail_lists_signins_the_lock_consents_a_revoked_grant_and_key_event
     let grant_id = app
         .store
         .tenant(&TenantId::parse("acme").unwrap())
-        .find_refresh_token(&oauth::secret::hash_secret(
-            first.split_once('.').unwrap().1,
-        ))
+        .find_refresh_token(
+            oauth::token::refresh_token::RefreshTokenKey::of(first.split_once('.').unwrap().1)
+                .as_bytes(),
+        )
         .await
         .unwrap()
         .unwrap()

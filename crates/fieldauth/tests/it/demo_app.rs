@@ -474,14 +474,15 @@ fn assert_page_headers(response: &reqwest::Response) {
 }
 
 /// Every run of token characters shaped like a JWT (three base64url parts, the first a JSON
-/// object: `eyJ…`) or like a refresh token of the demo tenant (`demo.` and 43 characters).
+/// object: `eyJ…`) or like a refresh token of the demo tenant (`demo.` and 64 characters, or
+/// 43 in the earlier form).
 fn token_shaped(html: &str) -> Vec<&str> {
     html.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
         .filter(|run| {
             let jwt = run.starts_with("eyJ") && run.split('.').count() == 3;
             let refresh = run
                 .strip_prefix("demo.")
-                .is_some_and(|rest| rest.len() == 43 && !rest.contains('.'));
+                .is_some_and(|rest| matches!(rest.len(), 43 | 64) && !rest.contains('.'));
             jwt || refresh
         })
         .collect()

@@ -19,6 +19,7 @@ on_both_backends!(
     a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed,
     a_refresh_is_one_statement_and_sees_every_change_of_its_client,
     a_token_response_is_sent_once_what_it_issued_is_committed,
+    a_token_is_stored_by_its_selector_and_hash_and_an_earlier_one_still_refreshes,
 );
 
 /// A grant with a refresh token, through the browser and the token endpoint.
@@ -71,6 +72,51 @@ async fn a_token_response_is_sent_once_what_it_issued_is_committed(db: TestDatab
     assert_eq!(exchanged, (before.0 + 1, before.1 + 1));
     refreshed(&app, &first).await;
     assert_eq!(app.rows("refresh_tokens").await, before.1 + 2);
+    app.stop().await;
+}
+
+/// A refresh token's random part is 64 characters: a time-ordered selector and a 256-bit
+/// secret, stored under the selector and SHA-256 of the whole part, never as itself
+/// (`oauth::token::refresh_token`). A token of the earlier form (43 characters, stored under
+/// SHA-256 alone) still refreshes, once, and its successor has the new form.
+async fn a_token_is_stored_by_its_selector_and_hash_and_an_earlier_one_still_refreshes(
+    db: TestDatabase,
+) {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use oauth::secret::hash_secret;
+
+    let app = TestApp::spawn(db).await;
+    seed(&app).await;
+    let token = first_refresh_token(&app).await;
+    let random = token.strip_prefix("acme.").unwrap();
+    let decoded = URL_SAFE_NO_PAD.decode(random).unwrap();
+    assert_eq!(decoded.len(), 48, "{token}");
+    let key = [&decoded[..16], &hash_secret(random)[..]].concat();
+    let pool = sqlx::AnyPool::connect(&app.db.url).await.unwrap();
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT token_hash FROM refresh_tokens")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, std::slice::from_ref(&key));
+
+    // The same grant's token as a token of the earlier form would have been stored.
+    let earlier = "an-earlier-refresh-token-of-43-characters-x";
+    assert_eq!(earlier.len(), 43);
+    let replaced = sqlx::query("UPDATE refresh_tokens SET token_hash = $1 WHERE token_hash = $2")
+        .bind(hash_secret(earlier).to_vec())
+        .bind(key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(replaced.rows_affected(), 1);
+    pool.close().await;
+    assert_oauth_error(refresh(&app, &token, &[]).await, 400, "invalid_grant").await;
+    let earlier = format!("acme.{earlier}");
+    let next = refreshed(&app, &earlier).await;
+    let next = next["refresh_token"].as_str().unwrap();
+    assert_eq!(next.len(), "acme.".len() + 64, "{next}");
+    assert_oauth_error(refresh(&app, &earlier, &[]).await, 400, "invalid_grant").await;
     app.stop().await;
 }
 
@@ -249,7 +295,10 @@ async fn a_grant_ends_after_its_maximum_age_however_often_it_is_refreshed(db: Te
     let stored = app
         .store
         .tenant(&store::TenantId::parse(TENANT).unwrap())
-        .find_refresh_token(&oauth::secret::hash_secret(last.split_once('.').unwrap().1))
+        .find_refresh_token(
+            oauth::token::refresh_token::RefreshTokenKey::of(last.split_once('.').unwrap().1)
+                .as_bytes(),
+        )
         .await
         .unwrap()
         .unwrap();

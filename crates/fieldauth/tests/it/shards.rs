@@ -39,17 +39,21 @@ async fn a_tenant_on_a_shard_is_served_from_it_and_touches_nothing_else() {
 
     let acme = TenantId::parse("acme").unwrap();
     let secret = first.split_once('.').unwrap().1;
-    let hash = oauth::secret::hash_secret(secret);
+    let key = oauth::token::refresh_token::RefreshTokenKey::of(secret);
     let shard = Store::connect(&shard_db.url).await.unwrap();
     let default = Store::connect(&cluster.db.url).await.unwrap();
-    let used = shard.tenant(&acme).find_refresh_token(&hash).await.unwrap();
+    let used = shard
+        .tenant(&acme)
+        .find_refresh_token(key.as_bytes())
+        .await
+        .unwrap();
     assert!(
         used.is_some_and(|t| t.consumed_at.is_some()),
         "the shard holds the rotated token"
     );
     assert!(default
         .tenant(&acme)
-        .find_refresh_token(&hash)
+        .find_refresh_token(key.as_bytes())
         .await
         .unwrap()
         .is_none());

@@ -190,7 +190,7 @@ async fn the_token_response_and_jwts_carry_what_the_spec_and_rfc_9068_name(db: T
     assert_eq!(body["scope"], "openid profile offline_access jobs");
     let refresh = body["refresh_token"].as_str().unwrap();
     assert!(
-        refresh.starts_with("acme.") && refresh.len() == "acme.".len() + 43,
+        refresh.starts_with("acme.") && refresh.len() == "acme.".len() + 64,
         "{refresh}"
     );
 

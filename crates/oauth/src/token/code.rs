@@ -12,6 +12,7 @@ use subtle::ConstantTimeEq;
 
 use super::client_auth::{check_client, presented};
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
+use super::refresh_token::{self, RefreshTokenKey};
 use super::tenant_token;
 use crate::dpop;
 use crate::error::OAuthError;
@@ -119,7 +120,7 @@ pub async fn exchange_code(
         .split(' ')
         .any(|s| s == Scope::OfflineAccess.as_str());
     let refresh_token = match offline {
-        true => Some(state.random.token()?),
+        true => Some(refresh_token::issue_random_part(state)?),
         false => None,
     };
     let new_grant = NewGrant {
@@ -131,9 +132,9 @@ pub async fn exchange_code(
         auth_time: code.auth_time,
         dpop_jkt: grant_dpop_key(&client, dpop),
     };
-    let refresh_hash = refresh_token.as_deref().map(hash_secret);
-    let first = refresh_hash.as_ref().map(|hash| NewRefreshToken {
-        token_hash: hash,
+    let refresh_key = refresh_token.as_deref().map(RefreshTokenKey::of);
+    let first = refresh_key.as_ref().map(|key| NewRefreshToken {
+        token_hash: key.as_bytes(),
         expires_at: first_refresh_expiry(state, now),
     });
     // One commit: the code is spent only together with the grant that it issues.
@@ -183,8 +184,8 @@ async fn exchange_checked(
     }
     let code_challenge = pkce::s256_challenge(request.verifier);
     // Stored only if the code's scope holds offline_access, which the statement decides.
-    let refresh_token = state.random.token()?;
-    let refresh_hash = hash_secret(&refresh_token);
+    let refresh_token = refresh_token::issue_random_part(state)?;
+    let refresh_key = RefreshTokenKey::of(&refresh_token);
     let presented = PresentedCode {
         code_hash: &request.code_hash,
         client_id: &client.client_id,
@@ -194,7 +195,7 @@ async fn exchange_checked(
         grant_id: &request.grant_id,
         dpop_jkt: grant_dpop_key(client, dpop),
         refresh_token: NewRefreshToken {
-            token_hash: &refresh_hash,
+            token_hash: refresh_key.as_bytes(),
             expires_at: first_refresh_expiry(state, now),
         },
     };

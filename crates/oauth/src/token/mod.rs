@@ -5,6 +5,7 @@ mod code;
 mod issue;
 mod known_clients;
 mod refresh;
+pub mod refresh_token;
 mod response_json;
 
 use axum::extract::State;
@@ -88,10 +89,12 @@ async fn grant(
 }
 
 /// Splits `<tenant>.<random>` (spec §1): the tenant routes the lookup, the random part is
-/// what is hashed. Anything else is not one of our codes or tokens.
+/// what is hashed. The random part is 43 base64url characters (codes, and refresh tokens
+/// issued before their selector) or 64 (refresh tokens, `refresh_token.rs`). Anything else
+/// is not one of our codes or tokens.
 pub fn tenant_token(value: &str) -> Option<(TenantId, &str)> {
     let (tenant, secret) = value.split_once('.')?;
-    let well_formed = secret.len() == 43
+    let well_formed = matches!(secret.len(), 43 | refresh_token::RANDOM_PART_LENGTH)
         && secret
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
@@ -104,11 +107,16 @@ pub fn tenant_token(value: &str) -> Option<(TenantId, &str)> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn tenant_tokens_split_at_the_dot_and_need_a_43_character_secret() {
+    fn tenant_tokens_split_at_the_dot_and_need_a_43_or_64_character_secret() {
+        for length in [43, 64] {
+            let secret = "A".repeat(length);
+            let token = format!("acme.{secret}");
+            let (tenant, random) = super::tenant_token(&token).unwrap();
+            assert_eq!((tenant.as_str(), random), ("acme", secret.as_str()));
+        }
         let secret = "A".repeat(43);
-        let token = format!("acme.{secret}");
-        let (tenant, random) = super::tenant_token(&token).unwrap();
-        assert_eq!((tenant.as_str(), random), ("acme", secret.as_str()));
+        assert!(super::tenant_token(&format!("acme.{}", "A".repeat(44))).is_none());
+        assert!(super::tenant_token(&format!("acme.{}", "A".repeat(65))).is_none());
         assert!(super::tenant_token(&format!("Acme.{secret}")).is_none());
         assert!(super::tenant_token("acme.short").is_none());
         assert!(super::tenant_token(&secret).is_none());

@@ -14,13 +14,13 @@ use store::{Client, NewRefreshToken, RefreshRotation, RefreshingClient, TenantSt
 use super::client_auth::{check_client, presented};
 use super::code::required;
 use super::issue::{self, Issue, TokenResponse, REFRESH_TOKEN_LIFETIME};
+use super::refresh_token::{self, RefreshTokenKey};
 use super::tenant_token;
 use crate::dpop;
 use crate::error::OAuthError;
 use crate::events::{Event, RevokeReason};
 use crate::params::Params;
 use crate::scope::Scope;
-use crate::secret::hash_secret;
 use crate::state::OAuthState;
 
 pub async fn refresh(
@@ -121,7 +121,8 @@ async fn refresh_as(
     if let Err(refusal) = dpop::require_proof(client, dpop) {
         return refuse(refusal);
     }
-    let token_hash = hash_secret(secret);
+    let token_key = RefreshTokenKey::of(secret);
+    let token_hash = token_key.as_bytes();
     let requested = params
         .single("scope")
         .map_err(|_| OAuthError::InvalidForm("a parameter is repeated"))?;
@@ -132,7 +133,7 @@ async fn refresh_as(
     // detects reuse and refuses the rest. Only requests that ask for a scope pay for the
     // read.
     if let Some(requested) = requested {
-        if let Some(found) = tenant.find_refresh_token(&token_hash).await? {
+        if let Some(found) = tenant.find_refresh_token(token_hash).await? {
             let window = client.refresh_retry_seconds;
             let retryable = found
                 .consumed_at
@@ -145,10 +146,10 @@ async fn refresh_as(
         }
     }
 
-    let next_secret = state.random.token()?;
-    let next_hash = hash_secret(&next_secret);
+    let next_secret = refresh_token::issue_random_part(state)?;
+    let next_key = RefreshTokenKey::of(&next_secret);
     let next = NewRefreshToken {
-        token_hash: &next_hash,
+        token_hash: next_key.as_bytes(),
         expires_at: now + REFRESH_TOKEN_LIFETIME,
     };
     // On SQLite the rotation may not be committed yet (its group's commit, made once the
@@ -156,7 +157,7 @@ async fn refresh_as(
     // it is (`durable`).
     let (rotation, durable) = tenant
         .rotate_refresh_token_pending(
-            &token_hash,
+            token_hash,
             RefreshingClient {
                 client_id: &client.client_id,
                 retry_seconds: client.refresh_retry_seconds,

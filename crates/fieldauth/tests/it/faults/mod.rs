@@ -228,7 +228,7 @@ async fn assert_grant_live(app: &TestApp, grant_id: &str, newest: &str) {
     assert_eq!(grant.revoked_at, None, "the grant was revoked");
     let (_, secret) = newest.split_once('.').unwrap();
     let found = tenant
-        .find_refresh_token(&oauth::secret::hash_secret(secret))
+        .find_refresh_token(oauth::token::refresh_token::RefreshTokenKey::of(secret).as_bytes())
         .await
         .unwrap()
         .expect("the newest refresh token is stored");
