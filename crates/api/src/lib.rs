@@ -7,6 +7,7 @@ mod error;
 mod graphiql;
 mod keys;
 mod known_documents;
+mod response_json;
 mod schema;
 mod state;
 mod validate;
@@ -110,7 +111,7 @@ async fn graphql(
 fn answer(mut response: async_graphql::Response) -> (Response, Option<Bytes>) {
     label_request_errors(&mut response);
     let keep = response.is_ok();
-    match serde_json::to_vec(&response) {
+    match response_json::to_json(&response) {
         Ok(body) => {
             let body = Bytes::from(body);
             let kept = keep.then(|| body.clone());

@@ -9,6 +9,7 @@ mod claims;
 mod clock;
 mod dpop;
 mod error;
+mod json_string;
 mod jwks;
 mod rotation;
 mod sign;
@@ -24,6 +25,7 @@ pub use dpop::{
     Proof, ProofRequest, Scheme, DPOP_ALGORITHMS, PROOF_WINDOW,
 };
 pub use error::JoseError;
+pub use json_string::write_json_string;
 pub use jwks::{Jwk, Jwks};
 pub use rotation::{
     generate_signing_key, signing_key_index, GeneratedKey, KeyRing, SigningKey,
