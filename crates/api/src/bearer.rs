@@ -12,6 +12,7 @@ use jose::{AccessTokenClaims, BindingError, Scheme, UnixTime, Validation};
 use store::{ApiStanding, TenantId, TenantStore};
 
 use crate::error::ApiError;
+use crate::schema::Scopes;
 use crate::state::ApiState;
 use crate::verified::{TokenDigest, Verified};
 use crate::GRAPHQL_PATH;
@@ -23,6 +24,8 @@ const LEEWAY: i64 = 60;
 pub struct Caller {
     pub claims: Arc<AccessTokenClaims>,
     pub tenant: TenantId,
+    /// The API's scopes among the claims' (`scope`), read once.
+    pub scopes: Scopes,
 }
 
 /// A caller that passed every check, with what the response cache needs.
@@ -68,7 +71,11 @@ pub async fn authenticate<'h>(
         ));
     };
     Ok(Authenticated {
-        caller: Caller { claims, tenant },
+        caller: Caller {
+            scopes: Scopes::of(&claims.scope),
+            claims,
+            tenant,
+        },
         token,
         data_version,
     })

@@ -261,10 +261,7 @@ impl JobsQuery {
 /// Whether the page's jobs are asked for with their work orders, and the token may read
 /// them (without the scope the field is refused, and nothing is read for it).
 fn asks_work_orders(ctx: &Context<'_>) -> Result<bool> {
-    let may_read = ctx
-        .data::<Caller>()?
-        .claims
-        .has_scope(Scope::WorkOrders.as_str());
+    let may_read = ctx.data::<Caller>()?.scopes.has(Scope::WorkOrders);
     let list = ctx.look_ahead();
     let asked = list.field("nodes").field("workOrder").exists()
         || list

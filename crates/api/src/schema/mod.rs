@@ -13,6 +13,7 @@ pub(crate) mod loaders;
 mod plain;
 pub(crate) mod scalars;
 mod scope;
+pub(crate) use scope::Scopes;
 mod viewer;
 mod work_orders;
 
