@@ -93,15 +93,9 @@ mod tests {
 
     #[test]
     fn a_value_that_needs_escaping_is_escaped() {
-        // Never a token's bytes, but the writer must not rely on it.
-        for odd in [
-            "quote\"",
-            "back\\slash",
-            "tab\t",
-            "nul\u{0}",
-            "del\u{7f}",
-            "é ü",
-        ] {
+        // Never a token's bytes, but the writer must not rely on it (every byte that needs
+        // escaping: `jose::write_json_string`'s tests).
+        for odd in ["quote\"", "tab\t", "é ü"] {
             let tokens = response(odd, Some(odd), Some(odd));
             let body = tokens.to_json().unwrap();
             assert_eq!(
