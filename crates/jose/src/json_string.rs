@@ -106,6 +106,11 @@ mod tests {
             }
         }
         assert!(plain(b""));
+        // Every printable byte but `"` and `\`, side by side in every word alignment.
+        let printable: Vec<u8> = (b' '..=b'~').filter(|b| !b"\"\\".contains(b)).collect();
+        for start in 0..8 {
+            assert!(plain(&printable[start..]), "from {start}");
+        }
     }
 
     #[test]

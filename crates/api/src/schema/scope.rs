@@ -26,9 +26,7 @@ impl Scope {
             Scope::Employees => "employees",
         }
     }
-}
 
-impl Scope {
     const ALL: [Scope; 5] = [
         Scope::Jobs,
         Scope::WorkOrders,
