@@ -20,7 +20,7 @@ use crate::secret::hash_secret;
 use crate::state::OAuthState;
 
 /// Characters of a refresh token's random part (48 bytes).
-pub const RANDOM_PART_LENGTH: usize = 64;
+pub(super) const RANDOM_PART_LENGTH: usize = 64;
 const SELECTOR: usize = 16;
 const BYTES: usize = 48;
 
@@ -31,7 +31,7 @@ pub(super) fn issue_random_part(state: &OAuthState) -> Result<String, OAuthError
 }
 
 /// A new refresh token's random part, its selector led by `unix_ms`.
-pub fn new_random_part(random: &dyn RandomSource, unix_ms: u64) -> Result<String, OAuthError> {
+fn new_random_part(random: &dyn RandomSource, unix_ms: u64) -> Result<String, OAuthError> {
     let mut bytes = [0u8; BYTES];
     random.fill(&mut bytes[6..])?;
     bytes[..6].copy_from_slice(&unix_ms.to_be_bytes()[2..]);
