@@ -166,7 +166,11 @@ async fn execute(
         true => &state.checked_schema,
         false => &state.schema,
     };
-    let execution = schema.execute(request.data(caller).data(loaders.clone()));
+    let request = request
+        .data(caller)
+        .data(loaders.clone())
+        .data(schema::plain::Shapes::default());
+    let execution = schema.execute(request);
     let mut execution = std::pin::pin!(execution);
     let mut batches = FuturesUnordered::new();
     std::future::poll_fn(move |cx| {

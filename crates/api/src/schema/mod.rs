@@ -10,7 +10,7 @@ mod employees;
 mod invoices;
 mod jobs;
 pub(crate) mod loaders;
-mod plain;
+pub(crate) mod plain;
 pub(crate) mod scalars;
 mod scope;
 pub(crate) use scope::Scopes;

@@ -13,14 +13,22 @@
 //! a whole level. Every field is still answered by the record's own resolver, guards and
 //! errors included, and keys come in the selection's order. Any other selection goes through
 //! async-graphql's own resolution. `Plain<T>` has `T`'s name and type in the schema.
+//!
+//! A list's records share their selection, so its shape (whether it is plain, and the
+//! object's keys in order) is worked out at the first record and kept for the request
+//! ([`Shapes`]): the others start from a copy of that object, whose keys are hashed already,
+//! instead of hashing each key again (SipHash: async-graphql's objects have the standard
+//! library's hasher) and checking the selection again.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::{pin, Pin};
+use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
 use async_graphql::indexmap::IndexMap;
-use async_graphql::parser::types::{Field, Selection};
+use async_graphql::parser::types::{Field, Selection, SelectionSet};
 use async_graphql::registry::Registry;
 use async_graphql::resolver_utils::{resolve_container, ContainerType};
 use async_graphql::{ContextSelectionSet, Name, OutputType, Positioned, ServerResult, Value};
@@ -59,12 +67,46 @@ impl<T: PlainFields> OutputType for Plain<T> {
         ctx: &ContextSelectionSet<'_>,
         _field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        if is_plain_selection(ctx) {
-            resolve_plain(ctx.clone(), &self.0).await
-        } else {
-            resolve_container(ctx, &self.0).await
+        match shape(ctx) {
+            Some(object) => resolve_plain(ctx.clone(), &self.0, object).await,
+            None => resolve_container(ctx, &self.0).await,
         }
     }
+}
+
+/// The shapes of a request's plain selections: each selection set's object with its keys in
+/// order and null values, or `None` for a selection that is not plain. Keyed by the selection
+/// set's address, which stays one node of the request's document while the request runs;
+/// the request's data holds this and is dropped with it (`crate::execute`).
+#[derive(Default)]
+pub struct Shapes(Mutex<HashMap<usize, Option<Object>, foldhash::fast::RandomState>>);
+
+type Object = IndexMap<Name, Value>;
+
+/// The selection's object with its keys in place when the selection is plain; `None` for
+/// async-graphql's own resolution.
+fn shape(ctx: &ContextSelectionSet<'_>) -> Option<Object> {
+    let work_out = || is_plain_selection(ctx).then(|| keys_of(&ctx.item.node));
+    let Some(shapes) = ctx.data_opt::<Shapes>() else {
+        return work_out();
+    };
+    let at = std::ptr::from_ref(&ctx.item.node) as usize;
+    // A poisoned lock held only a map of shapes: work the shape out again.
+    let Ok(mut shapes) = shapes.0.lock() else {
+        return work_out();
+    };
+    shapes.entry(at).or_insert_with(work_out).clone()
+}
+
+/// The object of a plain selection: its response keys in order, each null for now.
+fn keys_of(selection: &SelectionSet) -> Object {
+    let mut object = Object::with_capacity(selection.items.len());
+    for item in &selection.items {
+        if let Selection::Field(field) = &item.node {
+            object.insert(field.node.response_key().node.clone(), Value::Null);
+        }
+    }
+    object
 }
 
 /// Fields only, each with its own response key and no directive. (`@skip` and `@include`
@@ -89,21 +131,18 @@ fn is_plain_selection(ctx: &ContextSelectionSet<'_>) -> bool {
 /// order, the work order's jobs), so its future would otherwise contain itself.
 type FieldFuture<'a> = Pin<Box<dyn Future<Output = ServerResult<Value>> + Send + 'a>>;
 
-/// Where a response key's value comes from.
-enum Slot {
-    Ready(Value),
-    /// The next of the record's pending futures (they are kept in the selection's order).
-    Pending,
-}
-
+/// Answers a plain selection into `object`, which has its keys in the selection's order.
 async fn resolve_plain<'a, T: PlainFields>(
     ctx: ContextSelectionSet<'a>,
     record: &'a T,
+    mut object: Object,
 ) -> ServerResult<Value> {
     let items = &ctx.item.node.items;
-    let mut slots = Vec::with_capacity(items.len());
     let mut pending: Vec<FieldFuture<'a>> = Vec::new();
-    for selection in items {
+    let mut pending_at = Vec::new();
+    let mut failed = Vec::new();
+    // A plain selection is fields only, so the `i`th item is the object's `i`th key.
+    for (i, selection) in items.iter().enumerate() {
         let Selection::Field(field) = &selection.node else {
             continue;
         };
@@ -118,11 +157,11 @@ async fn resolve_plain<'a, T: PlainFields>(
         } else {
             None
         };
-        let slot = match ready {
-            Some(Ok(value)) => Slot::Ready(value),
+        match ready {
+            Some(Ok(value)) => set(&mut object, i, value),
             Some(Err(error)) => {
                 ctx.add_error(error);
-                continue;
+                failed.push(i);
             }
             None => {
                 let ctx = ctx.clone();
@@ -130,33 +169,36 @@ async fn resolve_plain<'a, T: PlainFields>(
                     let ctx_field = ctx.with_field(field);
                     Ok(record.resolve_field(&ctx_field).await?.unwrap_or_default())
                 }));
-                Slot::Pending
+                pending_at.push(i);
             }
-        };
-        slots.push((field.node.response_key().node.clone(), slot));
+        }
     }
-    let mut resolved = futures_util::future::join_all(pending).await.into_iter();
+    let resolved = futures_util::future::join_all(pending).await;
+    for (i, value) in pending_at.into_iter().zip(resolved) {
+        match value {
+            Ok(value) => set(&mut object, i, value),
+            Err(error) => {
+                ctx.add_error(error);
+                failed.push(i);
+            }
+        }
+    }
     // As async-graphql does: a field that failed is left out and its error noted; the others
     // stand, in the order they were selected (GraphQL's "ordered as the selection set").
-    let mut object: IndexMap<Name, Value> = IndexMap::with_capacity(slots.len());
-    for (key, slot) in slots {
-        let value = match slot {
-            Slot::Ready(value) => value,
-            Slot::Pending => match resolved.next() {
-                Some(Ok(value)) => value,
-                Some(Err(error)) => {
-                    ctx.add_error(error);
-                    continue;
-                }
-                None => continue,
-            },
-        };
-        object.insert(key, value);
+    failed.sort_unstable();
+    for i in failed.into_iter().rev() {
+        object.shift_remove_index(i);
     }
     if object.is_empty() {
         return Ok(Value::Null);
     }
     Ok(Value::Object(object))
+}
+
+fn set(object: &mut Object, i: usize, value: Value) {
+    if let Some((_, slot)) = object.get_index_mut(i) {
+        *slot = value;
+    }
 }
 
 /// The output of a future that is ready at its first poll.
@@ -242,6 +284,79 @@ mod tests {
                 serde_json::json!(["record", "fails"])
             );
         }
+    }
+
+    /// Records of a list, one of which fails a field: each answers its own values into the
+    /// shape the first one worked out, as without shapes and as async-graphql's own path.
+    #[tokio::test]
+    async fn a_lists_records_share_its_shape_and_keep_their_own_values_and_errors() {
+        struct Row(i32);
+
+        #[Object]
+        impl Row {
+            async fn n(&self) -> i32 {
+                self.0
+            }
+
+            async fn odd(&self) -> Result<bool> {
+                match self.0 {
+                    2 => Err("two".into()),
+                    n => Ok(n % 2 == 1),
+                }
+            }
+
+            async fn later(&self) -> Result<i32> {
+                tokio::task::yield_now().await;
+                match self.0 {
+                    3 => Err("three".into()),
+                    n => Ok(n * 10),
+                }
+            }
+        }
+
+        plain_fields!(Row { "n", "odd" });
+
+        struct Rows;
+
+        #[Object]
+        impl Rows {
+            async fn rows(&self) -> Vec<Plain<Row>> {
+                (1..=4).map(|n| Plain(Row(n))).collect()
+            }
+        }
+
+        let schema = Schema::new(Rows, EmptyMutation, EmptySubscription);
+        let run = |query: &'static str, shapes: bool| {
+            let schema = schema.clone();
+            async move {
+                let mut request = async_graphql::Request::new(query);
+                if shapes {
+                    request = request.data(Shapes::default());
+                }
+                serde_json::to_value(schema.execute(request).await).unwrap()
+            }
+        };
+        let query = "{ rows { later n odd } }";
+        let shaped = run(query, true).await;
+        assert_eq!(
+            shaped["data"]["rows"],
+            serde_json::json!([
+                { "later": 10, "n": 1, "odd": true },
+                { "later": 20, "n": 2 },
+                { "n": 3, "odd": true },
+                { "later": 40, "n": 4, "odd": false },
+            ])
+        );
+        let messages: Vec<&str> = shaped["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|error| error["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(messages, ["two", "three"]);
+        assert_eq!(shaped, run(query, false).await);
+        let standard = run("{ rows { ... on Row { later n odd } } }", true).await;
+        assert_eq!(shaped["data"], standard["data"]);
     }
 
     #[tokio::test]
