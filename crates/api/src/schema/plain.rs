@@ -76,8 +76,9 @@ impl<T: PlainFields> OutputType for Plain<T> {
 
 /// The shapes of a request's plain selections: each selection set's object with its keys in
 /// order and null values, or `None` for a selection that is not plain. Keyed by the selection
-/// set's address, which stays one node of the request's document while the request runs;
-/// the request's data holds this and is dropped with it (`crate::execute`).
+/// set's address: a context borrows its selection set from the request's document for the
+/// whole execution, so no two selection sets of one request share an address, and the
+/// request's data holds this map and is dropped with it (`crate::execute`).
 #[derive(Default)]
 pub struct Shapes(Mutex<HashMap<usize, Option<Object>, foldhash::fast::RandomState>>);
 
