@@ -72,7 +72,7 @@ pub async fn authenticate<'h>(
     };
     Ok(Authenticated {
         caller: Caller {
-            scopes: Scopes::of(&claims.scope),
+            scopes: Scopes::of(&claims),
             claims,
             tenant,
         },
