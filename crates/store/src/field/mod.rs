@@ -361,12 +361,20 @@ pub(crate) struct Joined {
     pub key: &'static str,
 }
 
-/// `a, b` as `alias.a, alias.b`; a column keeps its own name in the result.
+/// `a, b` as `alias.a, alias.b`; a column keeps its own name in the result. Pushed piece by
+/// piece: a `format!` per column and a join were 1.7% of an uncached API query on
+/// PostgreSQL (docs/performance.md).
 fn qualified(alias: &str, columns: &str) -> String {
-    let columns = columns
-        .split(',')
-        .map(|column| format!("{alias}.{}", column.trim()));
-    columns.collect::<Vec<_>>().join(", ")
+    let mut out = String::with_capacity(2 * columns.len() + alias.len() + 1);
+    for (i, column) in columns.split(',').enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(alias);
+        out.push('.');
+        out.push_str(column.trim());
+    }
+    out
 }
 
 /// What the list's length is called in a page's rows when it is counted with them: quoted,
@@ -408,5 +416,19 @@ pub(crate) fn organization_missing_or(error: sqlx::Error, entity: Entity) -> Sto
     match StoreError::is_foreign_key_violation(&error) {
         true => StoreError::NotFound(Entity::Organization),
         false => StoreError::from_sqlx(error, entity),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names_each_column_under_its_alias_in_order() {
+        assert_eq!(qualified("w", "a"), "w.a");
+        assert_eq!(
+            qualified("p", "job_id, title,\n    status"),
+            "p.job_id, p.title, p.status"
+        );
     }
 }
