@@ -8,7 +8,7 @@ use jose::Clock;
 use store::{OrgStore, Store};
 
 use super::batcher::Fetch;
-use super::loaders::{FieldLoader, LoadError, Loaders};
+use super::loaders::{FieldLoader, LoadError, Loaders, Shared};
 use crate::bearer::Caller;
 use crate::error::ApiError;
 
@@ -62,12 +62,13 @@ where
         .ok_or_else(|| gql(ApiError::NotFound(format!("{what} not found"))))
 }
 
-/// Children through the loader; a parent without any has an empty list.
-pub async fn children<K, V>(ctx: &Context<'_>, key: K) -> Result<Vec<V>>
+/// Children through the loader, the list shared with it; a parent without any has an empty
+/// list.
+pub async fn children<K, V>(ctx: &Context<'_>, key: K) -> Result<Shared<Vec<V>>>
 where
     K: Send + Sync + std::hash::Hash + Eq + Clone + 'static,
-    FieldLoader: Fetch<K, Value = Vec<V>, Error = LoadError>,
-    V: Send + Sync + Clone + 'static,
+    FieldLoader: Fetch<K, Value = Shared<Vec<V>>, Error = LoadError>,
+    V: Send + Sync + 'static,
 {
     Ok(load(ctx, key).await?.unwrap_or_default())
 }

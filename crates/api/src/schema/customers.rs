@@ -5,7 +5,8 @@ use store::{BillingProfile as StoreBilling, CustomerFilter, NewCustomer};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
-use super::loaders::{ContactsOf, CustomerId, PropertiesOf};
+use super::held::Held;
+use super::loaders::{ContactsOf, CustomerId, PropertiesOf, Shared};
 use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
@@ -15,7 +16,7 @@ use crate::validate;
 const MAX_CONTACTS: u32 = 20;
 
 /// A business or household the organization works for.
-pub struct Customer(pub store::Customer);
+pub struct Customer(pub Held<store::Customer>);
 
 #[Object]
 impl Customer {
@@ -34,7 +35,7 @@ impl Customer {
             first: MAX_CONTACTS,
         };
         let contacts = children(ctx, key).await?;
-        Ok(contacts.into_iter().map(Contact::from).collect())
+        Ok(contacts.iter().map(|row| Contact::from(&**row)).collect())
     }
 
     /// Sites where work is done, the first ones in the order they were added.
@@ -49,8 +50,8 @@ impl Customer {
         };
         let properties = children(ctx, key).await?;
         Ok(properties
-            .into_iter()
-            .map(|row| Plain(Property(row)))
+            .iter()
+            .map(|row| Plain(Property(Held::Shared(Shared::clone(row)))))
             .collect())
     }
 
@@ -78,18 +79,18 @@ pub struct Contact {
     pub phone: Option<String>,
 }
 
-impl From<store::Contact> for Contact {
-    fn from(c: store::Contact) -> Contact {
+impl From<&store::Contact> for Contact {
+    fn from(c: &store::Contact) -> Contact {
         Contact {
-            name: c.name,
-            email: c.email,
-            phone: c.phone,
+            name: c.name.clone(),
+            email: c.email.clone(),
+            phone: c.phone.clone(),
         }
     }
 }
 
 /// A site of a customer where work is done.
-pub struct Property(pub store::Property);
+pub struct Property(pub Held<store::Property>);
 
 #[Object]
 impl Property {
@@ -250,16 +251,16 @@ impl CustomersQuery {
             page.after.is_some(),
             total,
             store::Customer::cursor,
-            |row| Plain(Customer(row)),
+            |row| Plain(Customer(Held::Own(row))),
         )))
     }
 
     /// One customer of the organization. Needs the `customers` scope.
     #[graphql(guard = "Needs(Scope::Customers)")]
     async fn customer(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Customer>>> {
-        Ok(Some(Plain(Customer(
+        Ok(Some(Plain(Customer(Held::Shared(
             require(ctx, CustomerId(id.0), "customer").await?,
-        ))))
+        )))))
     }
 }
 
@@ -302,7 +303,7 @@ impl CustomersMutation {
             .create_customer(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Customer(customer))))
+        Ok(Some(Plain(Customer(Held::Own(customer)))))
     }
 
     /// Adds a property to a customer, and returns the customer. Needs the `customers` scope.
@@ -332,7 +333,7 @@ impl CustomersMutation {
             .map_err(gql)?
             .pop()
             .ok_or_else(|| gql(crate::ApiError::NotFound("customer not found".into())))?;
-        Ok(Some(Plain(Customer(customer))))
+        Ok(Some(Plain(Customer(Held::Own(customer)))))
     }
 
     /// Replaces a customer's billing profile. Needs the `customers` scope.
@@ -347,7 +348,7 @@ impl CustomersMutation {
             .update_billing_profile(&input.customer_id, &billing)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Customer(customer))))
+        Ok(Some(Plain(Customer(Held::Own(customer)))))
     }
 }
 

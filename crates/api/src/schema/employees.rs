@@ -5,6 +5,7 @@ use store::{EmployeeFilter as StoreEmployeeFilter, NewEmployee};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
+use super::held::Held;
 use super::loaders::{EmployeeId, ShiftsOf};
 use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
@@ -23,7 +24,7 @@ pub enum EmployeeRole {
 }
 
 /// A member of staff.
-pub struct Employee(pub store::Employee);
+pub struct Employee(pub Held<store::Employee>);
 
 #[Object]
 impl Employee {
@@ -59,12 +60,12 @@ impl Employee {
         };
         let shifts = children(ctx, key).await?;
         Ok(shifts
-            .into_iter()
+            .iter()
             .map(|s| Shift {
-                id: ID(s.shift_id),
+                id: ID(s.shift_id.clone()),
                 starts_at: DateTime(s.starts_at),
                 ends_at: DateTime(s.ends_at),
-                note: s.note,
+                note: s.note.clone(),
             })
             .collect())
     }
@@ -142,16 +143,16 @@ impl EmployeesQuery {
             page.after.is_some(),
             total,
             store::Employee::cursor,
-            |row| Plain(Employee(row)),
+            |row| Plain(Employee(Held::Own(row))),
         )))
     }
 
     /// One employee of the organization. Needs the `employees` scope.
     #[graphql(guard = "Needs(Scope::Employees)")]
     async fn employee(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Employee>>> {
-        Ok(Some(Plain(Employee(
+        Ok(Some(Plain(Employee(Held::Shared(
             require(ctx, EmployeeId(id.0), "employee").await?,
-        ))))
+        )))))
     }
 }
 
@@ -182,7 +183,7 @@ impl EmployeesMutation {
             .create_employee(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Employee(employee))))
+        Ok(Some(Plain(Employee(Held::Own(employee)))))
     }
 
     /// Adds a shift to an employee's schedule, and returns the employee. A shift that
@@ -203,8 +204,8 @@ impl EmployeesMutation {
         };
         let org = org(ctx)?;
         org.schedule_shift(&shift, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Plain(Employee(
+        Ok(Some(Plain(Employee(Held::Shared(
             require(ctx, EmployeeId(input.employee_id.0), "employee").await?,
-        ))))
+        )))))
     }
 }

@@ -6,6 +6,7 @@ use store::{InvoiceFilter as StoreInvoiceFilter, NewInvoice, NewInvoiceLine, New
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::Customer;
+use super::held::Held;
 use super::loaders::{CustomerId, InvoiceId, LinesOf, PaymentsOf, WorkOrderId};
 use super::plain::{plain_fields, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
@@ -36,7 +37,7 @@ pub enum PaymentMethod {
 }
 
 /// A bill to a customer.
-pub struct Invoice(pub store::Invoice);
+pub struct Invoice(pub Held<store::Invoice>);
 
 #[Object]
 impl Invoice {
@@ -62,7 +63,7 @@ impl Invoice {
     #[graphql(guard = "Needs(Scope::Customers)")]
     async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Plain<Customer>>> {
         let customer = require(ctx, CustomerId(self.0.customer_id.clone()), "customer").await?;
-        Ok(Some(Plain(Customer(customer))))
+        Ok(Some(Plain(Customer(Held::Shared(customer)))))
     }
 
     /// The work order billed, if any. Needs the `workOrders` scope.
@@ -71,9 +72,9 @@ impl Invoice {
         let Some(id) = &self.0.work_order_id else {
             return Ok(None);
         };
-        Ok(Some(Plain(WorkOrder(
+        Ok(Some(Plain(WorkOrder(Held::Shared(
             require(ctx, WorkOrderId(id.clone()), "work order").await?,
-        ))))
+        )))))
     }
 
     /// The lines in order, the first ones; an invoice has at most 100.
@@ -89,9 +90,9 @@ impl Invoice {
         };
         let lines = children(ctx, key).await?;
         Ok(lines
-            .into_iter()
+            .iter()
             .map(|l| InvoiceLine {
-                description: l.description,
+                description: l.description.clone(),
                 quantity: l.quantity,
                 unit_price: Money::new(l.unit_price_cents, currency),
                 amount: Money::new(l.amount_cents, currency),
@@ -125,12 +126,12 @@ impl Invoice {
         };
         let payments = children(ctx, key).await?;
         Ok(payments
-            .into_iter()
+            .iter()
             .map(|p| Payment {
-                id: ID(p.payment_id),
+                id: ID(p.payment_id.clone()),
                 amount: Money::new(p.amount_cents, currency),
                 method: p.method.into(),
-                reference: p.reference,
+                reference: p.reference.clone(),
                 received_at: DateTime(p.received_at),
             })
             .collect())
@@ -268,16 +269,16 @@ impl InvoicesQuery {
             page.after.is_some(),
             total,
             store::Invoice::cursor,
-            |row| Plain(Invoice(row)),
+            |row| Plain(Invoice(Held::Own(row))),
         )))
     }
 
     /// One invoice of the organization. Needs the `invoices` scope.
     #[graphql(guard = "Needs(Scope::Invoices)")]
     async fn invoice(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Invoice>>> {
-        Ok(Some(Plain(Invoice(
+        Ok(Some(Plain(Invoice(Held::Shared(
             require(ctx, InvoiceId(id.0), "invoice").await?,
-        ))))
+        )))))
     }
 }
 
@@ -331,12 +332,11 @@ impl InvoicesMutation {
         let org = org(ctx)?;
         let currency = match &input.currency {
             Some(c) => validate::currency("currency", c)?,
-            None => {
-                require(ctx, CustomerId(input.customer_id.0.clone()), "customer")
-                    .await?
-                    .billing
-                    .currency
-            }
+            None => require(ctx, CustomerId(input.customer_id.0.clone()), "customer")
+                .await?
+                .billing
+                .currency
+                .clone(),
         };
         let invoice_id = new_id("inv");
         let new = NewInvoice {
@@ -348,7 +348,7 @@ impl InvoicesMutation {
             lines: &lines,
         };
         let invoice = org.create_invoice(&new, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Plain(Invoice(invoice))))
+        Ok(Some(Plain(Invoice(Held::Own(invoice)))))
     }
 
     /// DRAFT → ISSUED, with its due date. Needs the `invoices` scope.
@@ -366,7 +366,7 @@ impl InvoicesMutation {
             )
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Invoice(invoice))))
+        Ok(Some(Plain(Invoice(Held::Own(invoice)))))
     }
 
     /// Records money received against an issued invoice; more than the balance due is
@@ -398,6 +398,6 @@ impl InvoicesMutation {
             .record_payment(&input.invoice_id, &payment, now)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Invoice(invoice))))
+        Ok(Some(Plain(Invoice(Held::Own(invoice)))))
     }
 }

@@ -6,7 +6,8 @@ use store::{JobFilter as StoreJobFilter, NewJob, Page, PageRequest, ScheduledJob
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
-use super::loaders::{AssignmentsOf, EmployeeId, JobId, Loaders, StaffOf, WorkOrderId};
+use super::held::Held;
+use super::loaders::{AssignmentsOf, EmployeeId, JobId, Loaders, Shared, StaffOf, WorkOrderId};
 use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
@@ -27,7 +28,7 @@ pub enum JobStatus {
 }
 
 /// A visit to carry out (part of) a work order, in a scheduled window.
-pub struct Job(pub store::Job);
+pub struct Job(pub Held<store::Job>);
 
 #[Object]
 impl Job {
@@ -58,7 +59,7 @@ impl Job {
     #[graphql(guard = "Needs(Scope::WorkOrders)")]
     async fn work_order(&self, ctx: &Context<'_>) -> Result<Option<Plain<WorkOrder>>> {
         let order = require(ctx, WorkOrderId(self.0.work_order_id.clone()), "work order").await?;
-        Ok(Some(Plain(WorkOrder(order))))
+        Ok(Some(Plain(WorkOrder(Held::Shared(order)))))
     }
 
     /// The employees on this job, the first ones in the order they were assigned. Needs the
@@ -76,11 +77,11 @@ impl Job {
             let staffed = children(ctx, StaffOf { parent, first }).await?;
             return Ok(Some(
                 staffed
-                    .into_iter()
-                    .map(|row| {
+                    .iter()
+                    .map(|staff| {
                         Plain(Assignment {
-                            row: row.assignment,
-                            employee: Some(row.employee),
+                            row: Shared::clone(&staff.assignment),
+                            employee: Some(Shared::clone(&staff.employee)),
                         })
                     })
                     .collect(),
@@ -89,10 +90,10 @@ impl Job {
         let assignments = children(ctx, AssignmentsOf { parent, first }).await?;
         Ok(Some(
             assignments
-                .into_iter()
+                .iter()
                 .map(|row| {
                     Plain(Assignment {
-                        row,
+                        row: Shared::clone(row),
                         employee: None,
                     })
                 })
@@ -134,19 +135,19 @@ plain_fields!(Job {
 
 /// An employee put on a job.
 pub struct Assignment {
-    row: store::Assignment,
+    row: Shared<store::Assignment>,
     /// The employee when read with the assignment; loaded by id when not.
-    employee: Option<store::Employee>,
+    employee: Option<Shared<store::Employee>>,
 }
 
 #[Object]
 impl Assignment {
     async fn employee(&self, ctx: &Context<'_>) -> Result<Plain<Employee>> {
         let employee = match &self.employee {
-            Some(employee) => employee.clone(),
+            Some(employee) => Shared::clone(employee),
             None => require(ctx, EmployeeId(self.row.employee_id.clone()), "employee").await?,
         };
-        Ok(Plain(Employee(employee)))
+        Ok(Plain(Employee(Held::Shared(employee))))
     }
 
     async fn assigned_at(&self) -> DateTime {
@@ -247,14 +248,15 @@ impl JobsQuery {
             page.after.is_some(),
             total,
             store::Job::cursor,
-            |row| Plain(Job(row)),
+            |row| Plain(Job(Held::Own(row))),
         )))
     }
 
     /// One job of the organization. Needs the `jobs` scope.
     #[graphql(guard = "Needs(Scope::Jobs)")]
     async fn job(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<Job>>> {
-        Ok(Some(Plain(Job(require(ctx, JobId(id.0), "job").await?))))
+        let job = require(ctx, JobId(id.0), "job").await?;
+        Ok(Some(Plain(Job(Held::Shared(job)))))
     }
 }
 
@@ -286,7 +288,8 @@ async fn scheduled_jobs(
     let loaders = ctx.data::<Loaders>()?;
     let items = read.items.into_iter().map(|row| {
         let ScheduledJob { job, work_order } = row;
-        loaders.prime(WorkOrderId(work_order.work_order_id.clone()), work_order);
+        let key = WorkOrderId(work_order.work_order_id.clone());
+        loaders.prime(key, Shared::new(work_order));
         job
     });
     Ok(Page {
@@ -324,7 +327,7 @@ impl JobsMutation {
             scheduled_end: end,
         };
         let job = org(ctx)?.create_job(&new, now(ctx)?).await.map_err(gql)?;
-        Ok(Some(Plain(Job(job))))
+        Ok(Some(Plain(Job(Held::Own(job)))))
     }
 
     /// Puts an employee on a job that is not COMPLETED. Needs the `jobs` scope.
@@ -338,7 +341,7 @@ impl JobsMutation {
             .assign_job(&input.job_id, &input.employee_id, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Job(job))))
+        Ok(Some(Plain(Job(Held::Own(job)))))
     }
 
     /// SCHEDULED → IN_PROGRESS. Needs the `jobs` scope.
@@ -352,7 +355,7 @@ impl JobsMutation {
             .start_job(&input.id, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Job(job))))
+        Ok(Some(Plain(Job(Held::Own(job)))))
     }
 
     /// IN_PROGRESS → COMPLETED, with the completion report. Needs the `jobs` scope.
@@ -371,6 +374,6 @@ impl JobsMutation {
             .complete_job(&input.id, &notes, minutes, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(Job(job))))
+        Ok(Some(Plain(Job(Held::Own(job)))))
     }
 }

@@ -32,17 +32,22 @@ pub fn loaders(store: Store, tenant: TenantId, organization_guid: String) -> Loa
 /// Errors are shared by every key of a batch, so they are reference-counted.
 pub type LoadError = Arc<StoreError>;
 
-/// A record by its id: `$key(id)` loads a `$value` with `$method` and `$id`.
+/// Answers are kept for the request and handed to every asker, so they are
+/// reference-counted too: an asker takes a count, not a copy of the record's strings
+/// (`held.rs`).
+pub type Shared<T> = Arc<T>;
+
+/// A record by its id: `$key(id)` loads a shared `$value` with `$method` and `$id`.
 macro_rules! by_id {
     ($key:ident, $value:ty, $method:ident, $id:ident) => {
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
         pub struct $key(pub String);
 
         impl Fetch<$key> for FieldLoader {
-            type Value = $value;
+            type Value = Shared<$value>;
             type Error = LoadError;
 
-            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, $value>, LoadError> {
+            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, Self::Value>, LoadError> {
                 let ids: Vec<String> = keys.iter().map(|k| k.0.clone()).collect();
                 let rows = self
                     .store
@@ -50,18 +55,22 @@ macro_rules! by_id {
                     .organization(&self.organization_guid)
                     .$method(&ids)
                     .await?;
-                Ok(rows.into_iter().map(|r| ($key(r.$id.clone()), r)).collect())
+                Ok(rows
+                    .into_iter()
+                    .map(|r| ($key(r.$id.clone()), Shared::new(r)))
+                    .collect())
             }
         }
     };
 }
 
 /// The first children of parents: `$key { parent, first }` loads at most `first` `$value`s
-/// of that parent with `$method`, grouped by `$parent`, in the order the store returns them.
+/// of that parent with `$method`, grouped by `$parent`, in the order the store returns them,
+/// each as an `$item` (a shared row) in a shared list.
 /// The store bounds each parent's rows in the same statement; keys of one batch asking for
 /// different bounds (a field asked twice with two `first`s) are read once per bound.
 macro_rules! children {
-    ($key:ident, $value:ty, $method:ident, $($parent:ident).+) => {
+    ($key:ident, $value:ty => $item:ty, $method:ident, $($parent:ident).+) => {
         #[derive(Clone, Debug, PartialEq, Eq, Hash)]
         pub struct $key {
             pub parent: String,
@@ -69,12 +78,12 @@ macro_rules! children {
         }
 
         impl Fetch<$key> for FieldLoader {
-            type Value = Vec<$value>;
+            type Value = Shared<Vec<$item>>;
             type Error = LoadError;
 
-            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, Vec<$value>>, LoadError> {
-                let mut grouped: Map<$key, Vec<$value>> =
-                    keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+            async fn fetch(&self, keys: &[$key]) -> Result<Map<$key, Self::Value>, LoadError> {
+                let mut grouped: Map<$key, Self::Value> =
+                    keys.iter().map(|k| (k.clone(), Shared::default())).collect();
                 let bounds: BTreeSet<u32> = keys.iter().map(|k| k.first).collect();
                 for first in bounds {
                     let ids: Vec<String> = keys
@@ -93,7 +102,8 @@ macro_rules! children {
                             parent: row.$($parent).+.clone(),
                             first,
                         };
-                        grouped.entry(key).or_default().push(row);
+                        // The list is not shared yet, so this never copies it.
+                        Shared::make_mut(grouped.entry(key).or_default()).push(<$item>::from(row));
                     }
                 }
                 Ok(grouped)
@@ -108,11 +118,28 @@ by_id!(PropertyId, Property, properties, property_id);
 by_id!(WorkOrderId, WorkOrder, work_orders, work_order_id);
 by_id!(JobId, Job, jobs, job_id);
 by_id!(InvoiceId, Invoice, invoices, invoice_id);
-children!(ShiftsOf, Shift, shifts_of, employee_id);
-children!(ContactsOf, Contact, contacts_of, customer_id);
-children!(PropertiesOf, Property, properties_of, customer_id);
-children!(JobsOf, Job, jobs_of, work_order_id);
-children!(AssignmentsOf, Assignment, assignments_of, job_id);
-children!(StaffOf, Staffed, staffing_of, assignment.job_id);
-children!(LinesOf, InvoiceLine, lines_of, invoice_id);
-children!(PaymentsOf, Payment, payments_of, invoice_id);
+children!(ShiftsOf, Shift => Shared<Shift>, shifts_of, employee_id);
+children!(ContactsOf, Contact => Shared<Contact>, contacts_of, customer_id);
+children!(PropertiesOf, Property => Shared<Property>, properties_of, customer_id);
+children!(JobsOf, Job => Shared<Job>, jobs_of, work_order_id);
+children!(AssignmentsOf, Assignment => Shared<Assignment>, assignments_of, job_id);
+children!(StaffOf, Staffed => Staff, staffing_of, assignment.job_id);
+children!(LinesOf, InvoiceLine => Shared<InvoiceLine>, lines_of, invoice_id);
+children!(PaymentsOf, Payment => Shared<Payment>, payments_of, invoice_id);
+
+/// An assignment read with its employee (`StaffOf`), each shared on its own: the employee
+/// is resolved as a record of its own.
+#[derive(Clone)]
+pub struct Staff {
+    pub assignment: Shared<Assignment>,
+    pub employee: Shared<Employee>,
+}
+
+impl From<Staffed> for Staff {
+    fn from(row: Staffed) -> Staff {
+        Staff {
+            assignment: Shared::new(row.assignment),
+            employee: Shared::new(row.employee),
+        }
+    }
+}

@@ -7,6 +7,7 @@ pub(crate) mod context;
 pub(crate) mod control_characters;
 mod customers;
 mod employees;
+mod held;
 mod invoices;
 mod jobs;
 pub(crate) mod loaders;

@@ -6,8 +6,9 @@ use store::{NewWorkOrder, WorkOrderFilter as StoreWorkOrderFilter};
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::{Customer, Property};
+use super::held::Held;
 use super::jobs::Job;
-use super::loaders::{CustomerId, JobsOf, PropertyId, WorkOrderId};
+use super::loaders::{CustomerId, JobsOf, PropertyId, Shared, WorkOrderId};
 use super::plain::{plain_fields, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
 use super::scope::{Needs, Scope};
@@ -26,7 +27,7 @@ pub enum WorkOrderStatus {
 }
 
 /// A customer's request for work at one of their properties.
-pub struct WorkOrder(pub store::WorkOrder);
+pub struct WorkOrder(pub Held<store::WorkOrder>);
 
 #[Object]
 impl WorkOrder {
@@ -57,7 +58,7 @@ impl WorkOrder {
     #[graphql(guard = "Needs(Scope::Customers)")]
     async fn customer(&self, ctx: &Context<'_>) -> Result<Option<Plain<Customer>>> {
         let customer = require(ctx, CustomerId(self.0.customer_id.clone()), "customer").await?;
-        Ok(Some(Plain(Customer(customer))))
+        Ok(Some(Plain(Customer(Held::Shared(customer)))))
     }
 
     /// Where the work is done, when the order names a property. Needs the `customers` scope.
@@ -67,7 +68,7 @@ impl WorkOrder {
             return Ok(None);
         };
         let property = require(ctx, PropertyId(id.clone()), "property").await?;
-        Ok(Some(Plain(Property(property))))
+        Ok(Some(Plain(Property(Held::Shared(property)))))
     }
 
     /// The agreement the work is done under, if any.
@@ -92,7 +93,11 @@ impl WorkOrder {
             first: nested_first(first)?,
         };
         let jobs = children(ctx, key).await?;
-        Ok(Some(jobs.into_iter().map(|row| Plain(Job(row))).collect()))
+        Ok(Some(
+            jobs.iter()
+                .map(|row| Plain(Job(Held::Shared(Shared::clone(row)))))
+                .collect(),
+        ))
     }
 
     async fn created_at(&self) -> DateTime {
@@ -185,16 +190,16 @@ impl WorkOrdersQuery {
             page.after.is_some(),
             total,
             store::WorkOrder::cursor,
-            |row| Plain(WorkOrder(row)),
+            |row| Plain(WorkOrder(Held::Own(row))),
         )))
     }
 
     /// One work order of the organization. Needs the `workOrders` scope.
     #[graphql(guard = "Needs(Scope::WorkOrders)")]
     async fn work_order(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Plain<WorkOrder>>> {
-        Ok(Some(Plain(WorkOrder(
+        Ok(Some(Plain(WorkOrder(Held::Shared(
             require(ctx, WorkOrderId(id.0), "work order").await?,
-        ))))
+        )))))
     }
 }
 
@@ -224,7 +229,7 @@ impl WorkOrdersMutation {
             .create_work_order(&new, now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(WorkOrder(order))))
+        Ok(Some(Plain(WorkOrder(Held::Own(order)))))
     }
 
     /// Moves a work order to another status; COMPLETED and CANCELLED are final. Needs the
@@ -239,7 +244,7 @@ impl WorkOrdersMutation {
             .update_work_order_status(&input.id, input.status.into(), now(ctx)?)
             .await
             .map_err(gql)?;
-        Ok(Some(Plain(WorkOrder(order))))
+        Ok(Some(Plain(WorkOrder(Held::Own(order)))))
     }
 }
 
