@@ -35,7 +35,7 @@ impl Customer {
             first: MAX_CONTACTS,
         };
         let contacts = children(ctx, key).await?;
-        Ok(contacts.iter().map(|row| Contact::from(&**row)).collect())
+        Ok(contacts.iter().map(Contact::from).collect())
     }
 
     /// Sites where work is done, the first ones in the order they were added.

@@ -66,7 +66,8 @@ macro_rules! by_id {
 
 /// The first children of parents: `$key { parent, first }` loads at most `first` `$value`s
 /// of that parent with `$method`, grouped by `$parent`, in the order the store returns them,
-/// each as an `$item` (a shared row) in a shared list.
+/// each as an `$item` in a shared list: a shared row where a resolver holds the row (a
+/// record type's), the row itself where its fields are copied out (a value type's).
 /// The store bounds each parent's rows in the same statement; keys of one batch asking for
 /// different bounds (a field asked twice with two `first`s) are read once per bound.
 macro_rules! children {
@@ -118,14 +119,14 @@ by_id!(PropertyId, Property, properties, property_id);
 by_id!(WorkOrderId, WorkOrder, work_orders, work_order_id);
 by_id!(JobId, Job, jobs, job_id);
 by_id!(InvoiceId, Invoice, invoices, invoice_id);
-children!(ShiftsOf, Shift => Shared<Shift>, shifts_of, employee_id);
-children!(ContactsOf, Contact => Shared<Contact>, contacts_of, customer_id);
+children!(ShiftsOf, Shift => Shift, shifts_of, employee_id);
+children!(ContactsOf, Contact => Contact, contacts_of, customer_id);
 children!(PropertiesOf, Property => Shared<Property>, properties_of, customer_id);
 children!(JobsOf, Job => Shared<Job>, jobs_of, work_order_id);
 children!(AssignmentsOf, Assignment => Shared<Assignment>, assignments_of, job_id);
 children!(StaffOf, Staffed => Staff, staffing_of, assignment.job_id);
-children!(LinesOf, InvoiceLine => Shared<InvoiceLine>, lines_of, invoice_id);
-children!(PaymentsOf, Payment => Shared<Payment>, payments_of, invoice_id);
+children!(LinesOf, InvoiceLine => InvoiceLine, lines_of, invoice_id);
+children!(PaymentsOf, Payment => Payment, payments_of, invoice_id);
 
 /// An assignment read with its employee (`StaffOf`), each shared on its own: the employee
 /// is resolved as a record of its own.
