@@ -184,15 +184,12 @@ async fn resolve_plain<'a, T: PlainFields>(
     // One field that waits (an assignment's employee) is awaited alone: `join_all` would
     // allocate twice for it (its futures and its outputs). Allocations were about a tenth of
     // an uncached query's instructions (docs/performance.md).
-    if pending.len() == 1 {
-        if let Some(field) = pending.pop() {
-            settle(field.await);
-        }
-    } else {
-        futures_util::future::join_all(pending)
+    match <[FieldFuture<'a>; 1]>::try_from(pending) {
+        Ok([field]) => settle(field.await),
+        Err(pending) => futures_util::future::join_all(pending)
             .await
             .into_iter()
-            .for_each(settle);
+            .for_each(settle),
     }
     // As async-graphql does: a field that failed is left out and its error noted; the others
     // stand, in the order they were selected (GraphQL's "ordered as the selection set").
