@@ -80,7 +80,7 @@ pub use field::{
     Employee, EmployeeFilter, EmployeeRole, Invoice, InvoiceFilter, InvoiceLine, InvoiceStatus,
     Job, JobFilter, JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob,
     NewPayment, NewWorkOrder, OrgStore, Page, PageRequest, Payment, PaymentMethod, Property,
-    ScheduledJob, Shift, SortKey, Staffed, WorkOrder, WorkOrderFilter, WorkOrderStatus,
+    ScheduledJob, Shift, SortKey, Staffed, StaffedJob, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
 pub use grants::{
     Grant, GrantUser, NewGrant, NewRefreshToken, RefreshRotation, RefreshToken, RefreshingClient,

@@ -1,13 +1,15 @@
 //! The `jobs` area: visits that carry out work orders, who is assigned, completion reports.
 
-use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
-use store::{JobFilter as StoreJobFilter, NewJob, Page, PageRequest, ScheduledJob};
+use async_graphql::{Context, Enum, InputObject, Lookahead, Object, SimpleObject, Value, ID};
+use store::{JobFilter as StoreJobFilter, NewJob, Page, PageRequest, ScheduledJob, StaffedJob};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::employees::Employee;
 use super::held::Held;
-use super::loaders::{AssignmentsOf, EmployeeId, JobId, Loaders, Shared, StaffOf, WorkOrderId};
+use super::loaders::{
+    AssignmentsOf, EmployeeId, JobId, Loaders, Shared, Staff, StaffOf, WorkOrderId,
+};
 use super::plain::{plain_fields, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
@@ -238,9 +240,10 @@ impl JobsQuery {
             scheduled_from: filter.scheduled_from.map(|t| t.0),
             scheduled_to: filter.scheduled_to.map(|t| t.0),
         };
-        let rows = match asks_work_orders(ctx)? {
-            true => scheduled_jobs(ctx, &filter, &page).await?,
-            false => org(ctx)?.list_jobs(&filter, &page).await.map_err(gql)?,
+        let rows = match (asks_work_orders(ctx)?, asks_crews(ctx)?) {
+            (true, Some(first)) => staffed_jobs(ctx, &filter, &page, first).await?,
+            (true, None) => scheduled_jobs(ctx, &filter, &page).await?,
+            (false, _) => org(ctx)?.list_jobs(&filter, &page).await.map_err(gql)?,
         };
         let total = Total::Jobs(filter);
         Ok(Some(connection(
@@ -272,6 +275,87 @@ fn asks_work_orders(ctx: &Context<'_>) -> Result<bool> {
             .field("workOrder")
             .exists();
     Ok(may_read && asked)
+}
+
+/// The bound (`first`) of the page's jobs' assignments when they are asked for with their
+/// employees (a schedule with its crews, which `Job.assignments` reads through `StaffOf`)
+/// and the token may read them. `None` when they are not, or are asked for twice with two
+/// bounds, or with a bound the field refuses: the loaders then read them as asked.
+fn asks_crews(ctx: &Context<'_>) -> Result<Option<u32>> {
+    if !ctx.data::<Caller>()?.scopes.has(Scope::Employees) {
+        return Ok(None);
+    }
+    let list = ctx.look_ahead();
+    let mut asked = list.field("nodes").field("assignments").selection_fields();
+    asked.extend(
+        list.field("edges")
+            .field("node")
+            .field("assignments")
+            .selection_fields(),
+    );
+    let mut bound = None;
+    for field in asked {
+        if !Lookahead::from(field).field("employee").exists() {
+            continue;
+        }
+        let Ok(arguments) = field.arguments() else {
+            return Ok(None);
+        };
+        let first = match arguments.iter().find(|(name, _)| name.as_str() == "first") {
+            None | Some((_, Value::Null)) => None,
+            Some((_, Value::Number(n))) => match n.as_i64().map(i32::try_from) {
+                Some(Ok(n)) => Some(n),
+                _ => return Ok(None),
+            },
+            Some(_) => return Ok(None),
+        };
+        let Ok(first) = nested_first(first) else {
+            return Ok(None);
+        };
+        if bound.is_some_and(|bound| bound != first) {
+            return Ok(None);
+        }
+        bound = Some(first);
+    }
+    Ok(bound)
+}
+
+/// A page of jobs read with their work orders and crews ([`asks_crews`]): one statement
+/// on PostgreSQL. Each work order and each job's crew (an empty one too) is given to the
+/// request's loaders, where `Job.workOrder` and `Job.assignments` find them without a
+/// statement of their own.
+async fn staffed_jobs(
+    ctx: &Context<'_>,
+    filter: &StoreJobFilter,
+    page: &PageRequest,
+    first: u32,
+) -> Result<Page<store::Job>> {
+    let read = org(ctx)?
+        .list_staffed_jobs(filter, page, first)
+        .await
+        .map_err(gql)?;
+    let loaders = ctx.data::<Loaders>()?;
+    let items = read.items.into_iter().map(|row| {
+        let StaffedJob {
+            job,
+            work_order,
+            staff,
+        } = row;
+        let key = WorkOrderId(work_order.work_order_id.clone());
+        loaders.prime(key, Shared::new(work_order));
+        let crew: Vec<Staff> = staff.into_iter().map(Staff::from).collect();
+        let key = StaffOf {
+            parent: job.job_id.clone(),
+            first,
+        };
+        loaders.prime(key, Shared::new(crew));
+        job
+    });
+    Ok(Page {
+        items: items.collect(),
+        has_next_page: read.has_next_page,
+        total: read.total,
+    })
 }
 
 /// A page of jobs read with their work orders in one statement; each work order is given to

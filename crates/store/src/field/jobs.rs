@@ -1,10 +1,12 @@
 //! Jobs: visits that carry out a work order, who is assigned, and the completion report.
 
+use std::collections::HashMap;
+
 use super::page::{Order, Page, PageRequest, SortKey};
 use super::positional::{positional, read_checked};
 use super::sql::Sql;
 use super::work_orders::WORK_ORDER_COLUMNS;
-use super::{ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};
+use super::{Beside, ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -83,6 +85,66 @@ const WITH_WORK_ORDER: Joined = Joined {
     table: "work_orders",
     columns: WORK_ORDER_COLUMNS,
     key: "work_order_id",
+};
+
+/// A job with its work order and its first assignments with their employees, read with a
+/// page of jobs ([`OrgStore::list_staffed_jobs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaffedJob {
+    pub job: Job,
+    pub work_order: WorkOrder,
+    /// In the order they were made, as [`OrgStore::staffing_of`] reads them.
+    pub staff: Vec<Staffed>,
+}
+
+/// A row of [`OrgStore::list_staffed_jobs`]' one statement: a job of the page with its work
+/// order, once for each of its first assignments, or once without one.
+struct StaffedRow {
+    scheduled: ScheduledJob,
+    staffed: Option<Staffed>,
+}
+
+positional!(StaffedRow {
+    scheduled: ScheduledJob,
+    staffed: Option<Staffed>,
+});
+
+impl<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> for StaffedRow {
+    fn from_row(row: &'r sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+        read_checked(row)
+    }
+}
+
+/// The jobs of [`StaffedRow`]s in their order, each with the assignments of its rows.
+fn staffed_jobs(rows: Vec<StaffedRow>) -> Vec<StaffedJob> {
+    let mut jobs: Vec<StaffedJob> = Vec::new();
+    for StaffedRow { scheduled, staffed } in rows {
+        let same_job = jobs
+            .last()
+            .is_some_and(|last| last.job.job_id == scheduled.job.job_id);
+        if !same_job {
+            jobs.push(StaffedJob {
+                job: scheduled.job,
+                work_order: scheduled.work_order,
+                staff: Vec::new(),
+            });
+        }
+        if let (Some(staffed), Some(last)) = (staffed, jobs.last_mut()) {
+            last.staff.push(staffed);
+        }
+    }
+    jobs
+}
+
+/// Assignments with their employees, as [`OrgStore::staffing_of`] reads them.
+const STAFFING: ChildList<Staffed> = ChildList {
+    // USING merges the shared columns, so the filters' unqualified `tenant_id`,
+    // `organization_guid` and `employee_id` name one column each.
+    table: "job_assignments JOIN employees USING (tenant_id, organization_guid, employee_id)",
+    columns: "job_id, employee_id, assigned_at, name, role, email, phone, created_at",
+    parent_column: "job_id",
+    order: "assigned_at, employee_id",
+    parent_of: |staffed: &Staffed| &staffed.assignment.job_id,
 };
 
 /// An employee on a job.
@@ -261,6 +323,54 @@ impl OrgStore<'_> {
             .await
     }
 
+    /// [`OrgStore::list_scheduled_jobs`] with each job's first `first` assignments and their
+    /// employees (a schedule with its crews). On PostgreSQL one statement (the crews joined
+    /// to the page, a job's row repeated for each of its crew), where a trip to the database
+    /// is much of a read's cost; on SQLite, whose trips stay in the process and whose window
+    /// functions copy each partition into a table of their own, the page and then
+    /// [`OrgStore::staffing_of`] for its jobs.
+    pub async fn list_staffed_jobs(
+        &self,
+        filter: &JobFilter,
+        page: &PageRequest,
+        first: u32,
+    ) -> Result<Page<StaffedJob>, StoreError> {
+        if self.tenant.backend() != crate::db::Backend::Postgres {
+            let read = self.list_scheduled_jobs(filter, page).await?;
+            let ids: Vec<String> = read.items.iter().map(|r| r.job.job_id.clone()).collect();
+            let mut crews: HashMap<String, Vec<Staffed>> = HashMap::new();
+            for staffed in self.staffing_of(&ids, first).await? {
+                let job_id = staffed.assignment.job_id.clone();
+                crews.entry(job_id).or_default().push(staffed);
+            }
+            let items = read
+                .items
+                .into_iter()
+                .map(|ScheduledJob { job, work_order }| StaffedJob {
+                    staff: crews.remove(&job.job_id).unwrap_or_default(),
+                    job,
+                    work_order,
+                });
+            return Ok(Page {
+                items: items.collect(),
+                has_next_page: read.has_next_page,
+                total: read.total,
+            });
+        }
+        let beside = Beside {
+            table: STAFFING.table,
+            columns: STAFFING.columns,
+            parent_column: STAFFING.parent_column,
+            order: STAFFING.order,
+            first,
+        };
+        let filtered = self.job_filter("", filter);
+        let (rows, total) = self
+            .joined_rows::<StaffedRow>(&JOBS, Some(&WITH_WORK_ORDER), Some(&beside), filtered, page)
+            .await?;
+        Ok(Page::from_rows(staffed_jobs(rows), page.first, total))
+    }
+
     pub async fn count_jobs(&self, filter: &JobFilter) -> Result<i64, StoreError> {
         self.count_of(self.job_filter("SELECT COUNT(*) FROM jobs", filter))
             .await
@@ -360,21 +470,7 @@ impl OrgStore<'_> {
         job_ids: &[String],
         first: u32,
     ) -> Result<Vec<Staffed>, StoreError> {
-        self.children(
-            &ChildList {
-                // USING merges the shared columns, so the filters' unqualified `tenant_id`,
-                // `organization_guid` and `employee_id` name one column each.
-                table: "job_assignments JOIN employees \
-                        USING (tenant_id, organization_guid, employee_id)",
-                columns: "job_id, employee_id, assigned_at, name, role, email, phone, created_at",
-                parent_column: "job_id",
-                order: "assigned_at, employee_id",
-                parent_of: |staffed: &Staffed| &staffed.assignment.job_id,
-            },
-            job_ids,
-            first,
-        )
-        .await
+        self.children(&STAFFING, job_ids, first).await
     }
 
     /// SCHEDULED → IN_PROGRESS.

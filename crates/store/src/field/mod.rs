@@ -21,7 +21,7 @@ pub use enums::{EmployeeRole, InvoiceStatus, JobStatus, PaymentMethod, WorkOrder
 pub use invoices::{
     Invoice, InvoiceFilter, InvoiceLine, NewInvoice, NewInvoiceLine, NewPayment, Payment,
 };
-pub use jobs::{Assignment, Job, JobFilter, NewJob, ScheduledJob, Staffed};
+pub use jobs::{Assignment, Job, JobFilter, NewJob, ScheduledJob, Staffed, StaffedJob};
 pub use page::{Cursor, Page, PageRequest, SortKey};
 pub use work_orders::{Contract, NewWorkOrder, WorkOrder, WorkOrderFilter};
 
@@ -88,6 +88,22 @@ impl<'a> OrgStore<'a> {
         filtered: sql::Sql,
         page: &PageRequest,
     ) -> Result<Page<T>, StoreError> {
+        let (rows, total) = self.joined_rows(list, joined, None, filtered, page).await?;
+        Ok(Page::from_rows(rows, page.first, total))
+    }
+
+    /// The rows of [`OrgStore::joined_page_of`] (one more than the page, when there is
+    /// more), and the list's length when the page asks for it. With `beside` too, each row
+    /// comes once for each of its first rows of that other list, or once with nulls for
+    /// them when it has none (for PostgreSQL: see [`OrgStore::list_staffed_jobs`]).
+    pub(crate) async fn joined_rows<T: Record>(
+        &self,
+        list: &Listed,
+        joined: Option<&Joined>,
+        beside: Option<&Beside>,
+        filtered: sql::Sql,
+        page: &PageRequest,
+    ) -> Result<(Vec<T>, Option<i64>), StoreError> {
         let Listed {
             table,
             columns,
@@ -105,7 +121,7 @@ impl<'a> OrgStore<'a> {
         let mut sql = filtered.prepend(&select);
         page::page_clause(&mut sql, *order, page)?;
         if let Some(joined) = joined {
-            sql = self.join_to_page(sql, list, joined, page.with_total);
+            sql = self.join_to_page(sql, list, joined, beside, page.with_total);
         }
         let pool = self.tenant.pool();
         let (rows, total) = match by_position(pool, &sql, counted.is_some()).await? {
@@ -119,17 +135,19 @@ impl<'a> OrgStore<'a> {
             }
             (_, total) => total,
         };
-        Ok(Page::from_rows(rows, page.first, total))
+        Ok((rows, total))
     }
 
     /// A page's statement as the subquery `p` of one that joins it to `joined`'s table `w`,
     /// in the page's organization, keeping its order. Every row of the page has its joined
-    /// row (a foreign key names it), so the inner join drops none.
+    /// row (a foreign key names it), so the inner join drops none. `beside`'s rows `s` come
+    /// after `w`'s columns (and before the list's length), in their own order within a row.
     fn join_to_page(
         &self,
         page: sql::Sql,
         list: &Listed,
         joined: &Joined,
+        beside: Option<&Beside>,
         counted: bool,
     ) -> sql::Sql {
         let Joined {
@@ -141,23 +159,72 @@ impl<'a> OrgStore<'a> {
             true => format!(", p.\"{TOTAL}\""),
             false => String::new(),
         };
+        let beside_columns = match beside {
+            Some(beside) => format!(", {}", qualified("s", beside.columns)),
+            None => String::new(),
+        };
         let select = format!(
-            "SELECT {}, {}{total} FROM (",
+            "SELECT {}, {}{beside_columns}{total} FROM ",
             qualified("p", list.columns),
             qualified("w", columns)
         );
-        let mut sql = page.prepend(&select);
+        // With `beside`, the page is named once (`WITH`) and read by both joins.
+        let mut sql = match beside {
+            None => {
+                let mut sql = page.prepend(&format!("{select}("));
+                sql.push(") p");
+                sql
+            }
+            Some(_) => {
+                let mut sql = page.prepend("WITH p AS (");
+                sql.push(&format!(") {select}p"));
+                sql
+            }
+        };
         sql.push(&format!(
-            ") p JOIN {table} w ON w.{key} = p.{key} AND w.tenant_id = "
+            " JOIN {table} w ON w.{key} = p.{key} AND w.tenant_id = "
         ))
         .bind(self.tenant.id_str())
         .push(" AND w.organization_guid = ")
-        .bind(self.organization_guid)
-        .push(&format!(
+        .bind(self.organization_guid);
+        if let Some(beside) = beside {
+            self.beside_page(&mut sql, beside);
+        }
+        sql.push(&format!(
             " ORDER BY p.{}, p.{}",
             list.order.key_column, list.order.id_column
         ));
+        if let Some(beside) = beside {
+            sql.push(", ").push(&qualified("s", beside.order));
+        }
         sql
+    }
+
+    /// The `LEFT JOIN` of each page row's first children `s` ([`Beside`]), numbered in their
+    /// order among the page's children. Not `LATERAL` (a subquery for each row of the page):
+    /// that cost PostgreSQL a third more than the page and the children read apart, this
+    /// about what they cost together (docs/performance.md).
+    fn beside_page(&self, sql: &mut sql::Sql, beside: &Beside) {
+        let Beside {
+            table,
+            columns,
+            parent_column,
+            order,
+            first,
+        } = beside;
+        sql.push(&format!(
+            " LEFT JOIN (SELECT {columns}, ROW_NUMBER() OVER (PARTITION BY {parent_column} \
+             ORDER BY {order}) AS \"{NTH}\" FROM {table}"
+        ))
+        .push(" WHERE tenant_id = ")
+        .bind(self.tenant.id_str())
+        .push(" AND organization_guid = ")
+        .bind(self.organization_guid)
+        .push(&format!(
+            " AND {parent_column} IN (SELECT {parent_column} FROM p)) s \
+             ON s.{parent_column} = p.{parent_column} AND s.\"{NTH}\" <= "
+        ))
+        .bind(i64::from(*first));
     }
 
     /// The number of rows a `SELECT COUNT(*)` with filters finds.
@@ -361,6 +428,16 @@ pub(crate) struct Joined {
     pub key: &'static str,
 }
 
+/// Children of each row of a page, read with it ([`OrgStore::joined_page_of`]): at most
+/// `first` rows of `table` a page row, as [`ChildList`] names them.
+pub(crate) struct Beside {
+    pub table: &'static str,
+    pub columns: &'static str,
+    pub parent_column: &'static str,
+    pub order: &'static str,
+    pub first: u32,
+}
+
 /// `a, b` as `alias.a, alias.b`; a column keeps its own name in the result. Pushed piece by
 /// piece: a `format!` per column and a join were 1.7% of an uncached API query on
 /// PostgreSQL (docs/performance.md).
@@ -380,6 +457,10 @@ fn qualified(alias: &str, columns: &str) -> String {
 /// What the list's length is called in a page's rows when it is counted with them: quoted,
 /// with a dot, so no column of a record is taken for it.
 const TOTAL: &str = "listed.total";
+
+/// A child's place among its parent's in a page read with its children ([`Beside`]),
+/// named so as no column is.
+const NTH: &str = "beside.nth";
 
 /// A list of records under a parent record, as [`OrgStore::children`] reads it.
 pub(crate) struct ChildList<T> {

@@ -25,6 +25,9 @@ pub(crate) trait Columns {
 
     /// An integer column's value; `None` for NULL.
     fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Whether a column's value is NULL, whatever its type.
+    fn is_null(&self, index: usize) -> Result<bool, sqlx::Error>;
 }
 
 /// A record read from the columns of a row from a position on.
@@ -166,6 +169,13 @@ impl Columns for rusqlite::Row<'_> {
             Err(_) => Err(out_of_bounds(index, Columns::column_count(self))),
         }
     }
+
+    fn is_null(&self, index: usize) -> Result<bool, sqlx::Error> {
+        match self.get_ref(index) {
+            Ok(value) => Ok(matches!(value, rusqlite::types::ValueRef::Null)),
+            Err(_) => Err(out_of_bounds(index, Columns::column_count(self))),
+        }
+    }
 }
 
 impl Columns for PgRow {
@@ -184,6 +194,10 @@ impl Columns for PgRow {
 
     fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
         pg_value::<i64>(self, index, PG_INT8, "bigint")
+    }
+
+    fn is_null(&self, index: usize) -> Result<bool, sqlx::Error> {
+        Ok(self.try_get_raw(index)?.is_null())
     }
 }
 
@@ -205,6 +219,10 @@ impl Columns for AnyRow {
 
     fn int(&self, index: usize) -> Result<Option<i64>, sqlx::Error> {
         self.try_get(index)
+    }
+
+    fn is_null(&self, index: usize) -> Result<bool, sqlx::Error> {
+        Ok(self.try_get_raw(index)?.is_null())
     }
 }
 
@@ -287,6 +305,23 @@ macro_rules! positional {
 }
 
 pub(crate) use positional;
+
+/// The record of a `LEFT JOIN`'s other side: none when the join found no row, which leaves
+/// every column of it NULL. Its first column is its key, NULL in no row of its own.
+impl<T: Positional> Positional for Option<T> {
+    const WIDTH: usize = T::WIDTH;
+
+    fn names(names: &mut Vec<&'static str>) {
+        T::names(names);
+    }
+
+    fn read(row: &impl Columns, at: usize) -> Result<Self, sqlx::Error> {
+        match row.is_null(at)? {
+            true => Ok(None),
+            false => T::read(row, at).map(Some),
+        }
+    }
+}
 
 /// A count's one column.
 impl Positional for (i64,) {

@@ -5,9 +5,9 @@
 
 use store::testing::TestDatabase;
 use store::{
-    Address, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter, Employee,
-    EmployeeFilter, EmployeeRole, Entity, Invoice, InvoiceFilter, InvoiceStatus, Job, JobFilter,
-    JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob, NewPayment,
+    Address, Backend, BillingProfile, Contact, Contract, Cursor, Customer, CustomerFilter,
+    Employee, EmployeeFilter, EmployeeRole, Entity, Invoice, InvoiceFilter, InvoiceStatus, Job,
+    JobFilter, JobStatus, NewCustomer, NewEmployee, NewInvoice, NewInvoiceLine, NewJob, NewPayment,
     NewWorkOrder, OrgStore, PageRequest, PaymentMethod, Property, Shift, SortKey, Store,
     StoreError, TenantId, WorkOrder, WorkOrderFilter, WorkOrderStatus,
 };
@@ -39,6 +39,7 @@ on_both_backends!(run:
     assignments_are_read_with_their_employees_in_one_statement,
     a_page_counts_its_whole_list_in_the_same_statement,
     a_page_of_jobs_is_read_with_their_work_orders_in_one_statement,
+    a_page_of_jobs_is_read_with_their_crews,
     every_write_raises_its_organizations_data_version_and_no_other,
 );
 
@@ -2060,6 +2061,107 @@ async fn a_page_of_jobs_is_read_with_their_work_orders_in_one_statement(store: S
     assert_eq!(theirs.items.len(), 1);
     assert_eq!(theirs.items[0].work_order.work_order_id, "wo9");
     assert_eq!(theirs.total, Some(1));
+}
+
+/// A page of jobs asked for with their work orders and their crews (an API schedule with
+/// who is on each job): each job as the page with its work orders reads it, each with the
+/// first assignments and employees that [`OrgStore::staffing_of`] gives it (none for a job
+/// without), in the page's order and count, and only the organization's; on PostgreSQL in
+/// one statement, on SQLite in two.
+async fn a_page_of_jobs_is_read_with_their_crews(store: Store) {
+    let t = tenant_with_orgs(&store, "acme", &["org-a", "org-b"]).await;
+    let org = store.tenant(&t).organization("org-a");
+    for (id, name) in [("e1", "Ada"), ("e2", "Bob"), ("e3", "Cy")] {
+        employee(&org, id, name).await;
+    }
+    customer(&org, "c1", "Carl").await;
+    work_order(&org, "wo1", "c1").await;
+    for (id, start) in [("ja", 3000), ("jb", 1000), ("jc", 2000), ("jd", 4000)] {
+        job(&org, id, "wo1", NOW + start, NOW + start + 500).await;
+    }
+    // jb: three, assigned out of their ids' order; jc: one; ja: none; jd: one.
+    for (job_id, employee_id, at) in [
+        ("jb", "e3", 1),
+        ("jb", "e1", 2),
+        ("jb", "e2", 3),
+        ("jc", "e2", 1),
+        ("jd", "e1", 1),
+    ] {
+        org.assign_job(job_id, employee_id, NOW + at).await.unwrap();
+    }
+    let other = store.tenant(&t).organization("org-b");
+    employee(&other, "e9", "Zed").await;
+    customer(&other, "c9", "Nina").await;
+    work_order(&other, "wo9", "c9").await;
+    job(&other, "jz", "wo9", NOW, NOW + 500).await;
+    other.assign_job("jz", "e9", NOW).await.unwrap();
+
+    let all = JobFilter::default();
+    for with_total in [true, false] {
+        for (size, after) in [(2, None), (3, None), (5, None), (2, Some("jb"))] {
+            let request = |after: Option<Cursor>| PageRequest {
+                after,
+                first: size,
+                with_total,
+            };
+            let scheduled = org.list_scheduled_jobs(&all, &request(None)).await.unwrap();
+            let after = after.map(|id| {
+                let job = scheduled.items.iter().find(|r| r.job.job_id == id).unwrap();
+                job.job.cursor()
+            });
+            let alone = org
+                .list_scheduled_jobs(&all, &request(after.clone()))
+                .await
+                .unwrap();
+            for crew_size in [0, 2, ALL] {
+                let before = store.statements_executed();
+                let page = org
+                    .list_staffed_jobs(&all, &request(after.clone()), crew_size)
+                    .await
+                    .unwrap();
+                // SQLite reads no crews of none.
+                let statements = match store.backend() {
+                    Backend::Sqlite if crew_size > 0 => 2,
+                    _ => 1,
+                };
+                assert_eq!(store.statements_executed() - before, statements);
+                let what = format!("size {size}, total {with_total}, crews of {crew_size}");
+                assert_eq!(page.has_next_page, alone.has_next_page, "{what}");
+                assert_eq!(page.total, alone.total, "{what}");
+                assert_eq!(page.items.len(), alone.items.len(), "{what}");
+                for (staffed, scheduled) in page.items.iter().zip(&alone.items) {
+                    assert_eq!(staffed.job, scheduled.job, "{what}");
+                    assert_eq!(staffed.work_order, scheduled.work_order, "{what}");
+                    let crew = org
+                        .staffing_of(&ids(&[&staffed.job.job_id]), crew_size)
+                        .await
+                        .unwrap();
+                    assert_eq!(staffed.staff, crew, "{what}, {}", staffed.job.job_id);
+                }
+            }
+        }
+    }
+    // What the statement reads, spelled out once: jb's crew in the order it was assigned.
+    let page = org.list_staffed_jobs(&all, &first(1), 2).await.unwrap();
+    let crew: Vec<(&str, &str, i64)> = page.items[0]
+        .staff
+        .iter()
+        .map(|s| {
+            let a = &s.assignment;
+            (a.job_id.as_str(), s.employee.name.as_str(), a.assigned_at)
+        })
+        .collect();
+    assert_eq!(crew, [("jb", "Cy", NOW + 1), ("jb", "Ada", NOW + 2)]);
+    assert!(page.has_next_page);
+    // The other organization's page holds its own job and crew only.
+    let theirs = other.list_staffed_jobs(&all, &first(5), ALL).await.unwrap();
+    assert_eq!(theirs.items.len(), 1);
+    let names: Vec<&str> = theirs.items[0]
+        .staff
+        .iter()
+        .map(|s| s.employee.name.as_str())
+        .collect();
+    assert_eq!(names, ["Zed"]);
 }
 
 async fn data_version(store: &Store, t: &TenantId, org: &str) -> i64 {
