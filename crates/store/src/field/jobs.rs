@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::page::{Order, Page, PageRequest, SortKey};
-use super::positional::{positional, read_checked};
+use super::positional::{column, positional, read_checked, Columns};
 use super::sql::Sql;
 use super::work_orders::WORK_ORDER_COLUMNS;
 use super::{Beside, ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};
@@ -98,16 +98,38 @@ pub struct StaffedJob {
 }
 
 /// A row of [`OrgStore::list_staffed_jobs`]' one statement: a job of the page with its work
-/// order, once for each of its first assignments, or once without one.
+/// order, once for each of its first assignments, or once without one. The job and its work
+/// order are read from its first row only (`None` in the others): they are most of a row's
+/// columns, and were a twentieth of a schedule query's instructions read again.
 struct StaffedRow {
-    scheduled: ScheduledJob,
+    scheduled: Option<ScheduledJob>,
     staffed: Option<Staffed>,
 }
 
-positional!(StaffedRow {
-    scheduled: ScheduledJob,
-    staffed: Option<Staffed>,
-});
+/// The page's columns, the assignment's with its employee's, then the assignment's place in
+/// its job's crew ([`super::NTH`]), which says whether the row is its job's first.
+impl super::positional::Positional for StaffedRow {
+    const WIDTH: usize = ScheduledJob::WIDTH + Staffed::WIDTH + 1;
+
+    fn names(names: &mut Vec<&'static str>) {
+        ScheduledJob::names(names);
+        Staffed::names(names);
+        names.push(super::NTH);
+    }
+
+    fn read(row: &impl Columns, at: usize) -> Result<Self, sqlx::Error> {
+        let staffed_at = at + ScheduledJob::WIDTH;
+        let nth: Option<i64> = column(row, staffed_at + Staffed::WIDTH)?;
+        let scheduled = match nth {
+            Some(nth) if nth > 1 => None,
+            _ => Some(ScheduledJob::read(row, at)?),
+        };
+        Ok(StaffedRow {
+            scheduled,
+            staffed: Option::<Staffed>::read(row, staffed_at)?,
+        })
+    }
+}
 
 impl<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> for StaffedRow {
     fn from_row(row: &'r sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
@@ -115,25 +137,31 @@ impl<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> for StaffedRow {
     }
 }
 
-/// The jobs of [`StaffedRow`]s in their order, each with the assignments of its rows.
-fn staffed_jobs(rows: Vec<StaffedRow>) -> Vec<StaffedJob> {
+/// The jobs of [`StaffedRow`]s in their order, each with the assignments of its rows. A row
+/// that is not its job's first comes after that job's first (the statement's order).
+fn staffed_jobs(rows: Vec<StaffedRow>) -> Result<Vec<StaffedJob>, sqlx::Error> {
     let mut jobs: Vec<StaffedJob> = Vec::new();
     for StaffedRow { scheduled, staffed } in rows {
-        let same_job = jobs
-            .last()
-            .is_some_and(|last| last.job.job_id == scheduled.job.job_id);
-        if !same_job {
+        if let Some(ScheduledJob { job, work_order }) = scheduled {
             jobs.push(StaffedJob {
-                job: scheduled.job,
-                work_order: scheduled.work_order,
+                job,
+                work_order,
                 staff: Vec::new(),
             });
         }
-        if let (Some(staffed), Some(last)) = (staffed, jobs.last_mut()) {
-            last.staff.push(staffed);
+        let Some(staffed) = staffed else {
+            continue;
+        };
+        match jobs.last_mut() {
+            Some(last) if last.job.job_id == staffed.assignment.job_id => last.staff.push(staffed),
+            _ => {
+                return Err(sqlx::Error::Protocol(
+                    "a job's crew came apart from its job".to_owned(),
+                ))
+            }
         }
     }
-    jobs
+    Ok(jobs)
 }
 
 /// Assignments with their employees, as [`OrgStore::staffing_of`] reads them.
@@ -368,7 +396,7 @@ impl OrgStore<'_> {
         let (rows, total) = self
             .joined_rows::<StaffedRow>(&JOBS, Some(&WITH_WORK_ORDER), Some(&beside), filtered, page)
             .await?;
-        Ok(Page::from_rows(staffed_jobs(rows), page.first, total))
+        Ok(Page::from_rows(staffed_jobs(rows)?, page.first, total))
     }
 
     pub async fn count_jobs(&self, filter: &JobFilter) -> Result<i64, StoreError> {

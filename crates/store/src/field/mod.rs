@@ -141,7 +141,8 @@ impl<'a> OrgStore<'a> {
     /// A page's statement as the subquery `p` of one that joins it to `joined`'s table `w`,
     /// in the page's organization, keeping its order. Every row of the page has its joined
     /// row (a foreign key names it), so the inner join drops none. `beside`'s rows `s` come
-    /// after `w`'s columns (and before the list's length), in their own order within a row.
+    /// after `w`'s columns with their place among their parent's ([`NTH`]) and before the
+    /// list's length, in their own order within a row.
     fn join_to_page(
         &self,
         page: sql::Sql,
@@ -160,7 +161,7 @@ impl<'a> OrgStore<'a> {
             false => String::new(),
         };
         let beside_columns = match beside {
-            Some(beside) => format!(", {}", qualified("s", beside.columns)),
+            Some(beside) => format!(", {}, s.\"{NTH}\"", qualified("s", beside.columns)),
             None => String::new(),
         };
         let select = format!(
@@ -460,7 +461,7 @@ const TOTAL: &str = "listed.total";
 
 /// A child's place among its parent's in a page read with its children ([`Beside`]),
 /// named so as no column is.
-const NTH: &str = "beside.nth";
+pub(crate) const NTH: &str = "beside.nth";
 
 /// A list of records under a parent record, as [`OrgStore::children`] reads it.
 pub(crate) struct ChildList<T> {
