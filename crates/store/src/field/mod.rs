@@ -109,18 +109,21 @@ impl<'a> OrgStore<'a> {
             columns,
             order,
         } = list;
-        let select = match page.with_total {
+        let total = match page.with_total {
             true => format!(
-                "SELECT {columns}, (SELECT COUNT(*) FROM {table}{filter}) AS \"{TOTAL}\" \
-                 FROM {table}",
+                ", (SELECT COUNT(*) FROM {table}{filter}) AS \"{TOTAL}\"",
                 filter = filtered.text()
             ),
-            false => format!("SELECT {columns} FROM {table}"),
+            false => String::new(),
+        };
+        let select = match (joined, beside) {
+            (Some(joined), None) => joined_select(list, joined, &total),
+            _ => format!("SELECT {columns}{total} FROM {table}"),
         };
         let counted = page.with_total.then(|| filtered.clone());
         let mut sql = filtered.prepend(&select);
         page::page_clause(&mut sql, *order, page)?;
-        if let Some(joined) = joined {
+        if let (Some(joined), Some(beside)) = (joined, beside) {
             sql = self.join_to_page(sql, list, joined, beside, page.with_total);
         }
         let pool = self.tenant.pool();
@@ -138,17 +141,18 @@ impl<'a> OrgStore<'a> {
         Ok((rows, total))
     }
 
-    /// A page's statement as the subquery `p` of one that joins it to `joined`'s table `w`,
-    /// in the page's organization, keeping its order. Every row of the page has its joined
-    /// row (a foreign key names it), so the inner join drops none. `beside`'s rows `s` come
-    /// after `w`'s columns with their place among their parent's ([`NTH`]) and before the
-    /// list's length, in their own order within a row.
+    /// A page's statement as `p` (`WITH`) of one that joins it to `joined`'s table `w` and
+    /// to `beside`'s rows `s`, in the page's organization, keeping its order: `s`'s columns
+    /// come after `w`'s with their place among their parent's ([`NTH`]), before the list's
+    /// length, a page row once for each of its `s` rows (in their order) or once without.
+    /// Every row of the page has its joined row (a foreign key names it), so the inner join
+    /// drops none.
     fn join_to_page(
         &self,
         page: sql::Sql,
         list: &Listed,
         joined: &Joined,
-        beside: Option<&Beside>,
+        beside: &Beside,
         counted: bool,
     ) -> sql::Sql {
         let Joined {
@@ -160,44 +164,26 @@ impl<'a> OrgStore<'a> {
             true => format!(", p.\"{TOTAL}\""),
             false => String::new(),
         };
-        let beside_columns = match beside {
-            Some(beside) => format!(", {}, s.\"{NTH}\"", qualified("s", beside.columns)),
-            None => String::new(),
-        };
         let select = format!(
-            "SELECT {}, {}{beside_columns}{total} FROM ",
+            "SELECT {}, {}, {}, s.\"{NTH}\"{total} FROM p",
             qualified("p", list.columns),
-            qualified("w", columns)
+            qualified("w", columns),
+            qualified("s", beside.columns)
         );
-        // With `beside`, the page is named once (`WITH`) and read by both joins.
-        let mut sql = match beside {
-            None => {
-                let mut sql = page.prepend(&format!("{select}("));
-                sql.push(") p");
-                sql
-            }
-            Some(_) => {
-                let mut sql = page.prepend("WITH p AS (");
-                sql.push(&format!(") {select}p"));
-                sql
-            }
-        };
+        let mut sql = page.prepend("WITH p AS (");
         sql.push(&format!(
-            " JOIN {table} w ON w.{key} = p.{key} AND w.tenant_id = "
+            ") {select} JOIN {table} w ON w.{key} = p.{key} AND w.tenant_id = "
         ))
         .bind(self.tenant.id_str())
         .push(" AND w.organization_guid = ")
         .bind(self.organization_guid);
-        if let Some(beside) = beside {
-            self.beside_page(&mut sql, beside);
-        }
+        self.beside_page(&mut sql, beside);
         sql.push(&format!(
-            " ORDER BY p.{}, p.{}",
-            list.order.key_column, list.order.id_column
+            " ORDER BY p.{}, p.{}, {}",
+            list.order.key_column,
+            list.order.id_column,
+            qualified("s", beside.order)
         ));
-        if let Some(beside) = beside {
-            sql.push(", ").push(&qualified("s", beside.order));
-        }
         sql
     }
 
@@ -427,6 +413,37 @@ pub(crate) struct Joined {
     pub table: &'static str,
     pub columns: &'static str,
     pub key: &'static str,
+}
+
+/// The select of a page of `list` with each row's record of `joined` after its own columns
+/// (and `total` after those), the page's filter and order to follow: the joined table's
+/// columns renamed inside (`"w.status"`), so that the filter's unqualified names (`status`,
+/// `tenant_id`) still name the list's, and named as the record's outside. One level, not
+/// the page as a subquery joined after: SQLite copied that subquery's rows into a table and
+/// sorted them again in another, which was a third of the statement (docs/performance.md).
+/// The joined record's columns are neither `tenant_id` nor `organization_guid`, which the
+/// join renames for itself.
+fn joined_select(list: &Listed, joined: &Joined, total: &str) -> String {
+    let Listed { table, columns, .. } = list;
+    let Joined {
+        table: other,
+        columns: other_columns,
+        key,
+    } = joined;
+    let mut inside =
+        String::from("tenant_id AS \"w.tenant_id\", organization_guid AS \"w.organization_guid\"");
+    let mut outside = String::new();
+    for column in other_columns.split(',').map(str::trim) {
+        inside.push_str(&format!(", {column} AS \"w.{column}\""));
+        outside.push_str(&format!(", w.\"w.{column}\" AS {column}"));
+    }
+    format!(
+        "SELECT {}{outside}{total} FROM {table} JOIN (SELECT {inside} FROM {other}) w \
+         ON w.\"w.tenant_id\" = {table}.tenant_id \
+         AND w.\"w.organization_guid\" = {table}.organization_guid \
+         AND w.\"w.{key}\" = {table}.{key}",
+        qualified(table, columns)
+    )
 }
 
 /// Children of each row of a page, read with it ([`OrgStore::joined_page_of`]): at most

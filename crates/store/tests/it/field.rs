@@ -2053,6 +2053,26 @@ async fn a_page_of_jobs_is_read_with_their_work_orders_in_one_statement(store: S
         .unwrap();
     assert!(past.items.is_empty() && !past.has_next_page);
     assert_eq!(past.total, Some(1));
+    // Filtered by a column both tables have (`status`): the job's.
+    org.start_job("jc", NOW).await.unwrap();
+    for status in [JobStatus::Scheduled, JobStatus::InProgress] {
+        let filter = JobFilter {
+            status: Some(status),
+            ..JobFilter::default()
+        };
+        let page = org
+            .list_scheduled_jobs(&filter, &request(5, None, true))
+            .await
+            .unwrap();
+        let alone = org
+            .list_jobs(&filter, &request(5, None, true))
+            .await
+            .unwrap();
+        let jobs: Vec<Job> = page.items.iter().map(|row| row.job.clone()).collect();
+        assert_eq!(jobs, alone.items, "{status:?}");
+        assert_eq!(page.total, alone.total, "{status:?}");
+        assert!(!jobs.is_empty() && jobs.iter().all(|job| job.status == status));
+    }
     // The other organization sees its own job only.
     let theirs = other
         .list_scheduled_jobs(&all, &request(5, None, true))
