@@ -519,38 +519,11 @@ async fn fifty_jobs_with_assignees_take_a_bounded_number_of_statements(db: TestD
     let app = TestApp::spawn(db).await;
     let seeded = setup(&app).await;
     let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
-    let b = basics(&app, &token).await;
-    let mut employees = vec![b.employee.clone()];
-    for i in 0..4 {
-        let created = ok(
-            &app,
-            &token,
-            CREATE_EMPLOYEE,
-            json!({ "input": { "name": format!("Tech {i}"), "role": "TECHNICIAN" } }),
-        )
-        .await;
-        employees.push(created["createEmployee"]["id"].as_str().unwrap().to_owned());
-    }
-    // The jobs are written straight to the store: the request under test is the read.
-    let tenant = TenantId::parse("acme").unwrap();
-    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
-    let now = app.clock_now();
-    for i in 0..50i64 {
-        let id = format!("job_{i:03}");
-        let new = NewJob {
-            job_id: &id,
-            work_order_id: &b.work_order,
-            title: "Visit",
-            scheduled_start: now + i * 3_600,
-            scheduled_end: now + i * 3_600 + 1_800,
-        };
-        org.create_job(&new, now).await.unwrap();
-        for e in 0..2 {
-            org.assign_job(&id, &employees[(i as usize + e) % employees.len()], now)
-                .await
-                .unwrap();
-        }
-    }
+    // Each job on two of five employees.
+    jobs_with_crews(&app, &token, &seeded.alpha, 4, 50, |i, count| {
+        (0..2).map(|e| ((i + e) % count, 0)).collect()
+    })
+    .await;
     // Each run a new query (another alias), so the response cache never answers it.
     let query = |run: usize| {
         format!(
@@ -608,39 +581,11 @@ async fn crews_read_with_the_page_answer_as_the_loaders_do(db: TestDatabase) {
     let app = TestApp::spawn(db).await;
     let seeded = setup(&app).await;
     let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
-    let b = basics(&app, &token).await;
-    let mut employees = vec![b.employee.clone()];
-    for i in 0..3 {
-        let created = ok(
-            &app,
-            &token,
-            CREATE_EMPLOYEE,
-            json!({ "input": { "name": format!("Tech {i}"), "role": "TECHNICIAN" } }),
-        )
-        .await;
-        employees.push(created["createEmployee"]["id"].as_str().unwrap().to_owned());
-    }
-    let tenant = TenantId::parse("acme").unwrap();
-    let org = app.store.tenant(&tenant).organization(&seeded.alpha);
-    let now = app.clock_now();
     // Job i has i % 4 assignees, assigned in the reverse of their ids' order.
-    for i in 0..8i64 {
-        let id = format!("job_{i:03}");
-        let new = NewJob {
-            job_id: &id,
-            work_order_id: &b.work_order,
-            title: "Visit",
-            scheduled_start: now + i * 3_600,
-            scheduled_end: now + i * 3_600 + 1_800,
-        };
-        org.create_job(&new, now).await.unwrap();
-        for e in 0..(i % 4) {
-            let at = now + 10 - e;
-            org.assign_job(&id, &employees[e as usize], at)
-                .await
-                .unwrap();
-        }
-    }
+    let employees = jobs_with_crews(&app, &token, &seeded.alpha, 3, 8, |i, _| {
+        (0..i % 4).map(|e| (e, 10 - e as i64)).collect()
+    })
+    .await;
     let crew = "assignedAt employee { id name role }";
     let shapes = [
         ("workOrder { number }", "nodes {", "}"),
@@ -699,6 +644,53 @@ async fn crews_read_with_the_page_answer_as_the_loaders_do(db: TestDatabase) {
         }
     }
     app.stop().await;
+}
+
+/// The basics and `technicians` more employees, and `jobs` jobs an hour apart on the
+/// basics' work order, written straight to the store (the request under test is the read):
+/// job `i` gets the employees `crew(i, employees)` names, each with the seconds after now
+/// it was assigned at. Returns the employees' ids, the basics' first.
+async fn jobs_with_crews(
+    app: &TestApp,
+    token: &str,
+    organization: &str,
+    technicians: usize,
+    jobs: usize,
+    crew: impl Fn(usize, usize) -> Vec<(usize, i64)>,
+) -> Vec<String> {
+    let b = basics(app, token).await;
+    let mut employees = vec![b.employee.clone()];
+    for i in 0..technicians {
+        let created = ok(
+            app,
+            token,
+            CREATE_EMPLOYEE,
+            json!({ "input": { "name": format!("Tech {i}"), "role": "TECHNICIAN" } }),
+        )
+        .await;
+        employees.push(created["createEmployee"]["id"].as_str().unwrap().to_owned());
+    }
+    let tenant = TenantId::parse("acme").unwrap();
+    let org = app.store.tenant(&tenant).organization(organization);
+    let now = app.clock_now();
+    for i in 0..jobs {
+        let id = format!("job_{i:03}");
+        let start = now + i as i64 * 3_600;
+        let new = NewJob {
+            job_id: &id,
+            work_order_id: &b.work_order,
+            title: "Visit",
+            scheduled_start: start,
+            scheduled_end: start + 1_800,
+        };
+        org.create_job(&new, now).await.unwrap();
+        for (e, after) in crew(i, employees.len()) {
+            org.assign_job(&id, &employees[e], now + after)
+                .await
+                .unwrap();
+        }
+    }
+    employees
 }
 
 /// Spec §1: an access token is bound to the organization membership chosen at consent. Once
