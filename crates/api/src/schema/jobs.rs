@@ -240,10 +240,12 @@ impl JobsQuery {
             scheduled_from: filter.scheduled_from.map(|t| t.0),
             scheduled_to: filter.scheduled_to.map(|t| t.0),
         };
-        let rows = match (asks_work_orders(ctx)?, asks_crews(ctx)?) {
-            (true, Some(first)) => staffed_jobs(ctx, &filter, &page, first).await?,
-            (true, None) => scheduled_jobs(ctx, &filter, &page).await?,
-            (false, _) => org(ctx)?.list_jobs(&filter, &page).await.map_err(gql)?,
+        let rows = match asks_work_orders(ctx)? {
+            true => match asks_crews(ctx)? {
+                Some(first) => staffed_jobs(ctx, &filter, &page, first).await?,
+                None => scheduled_jobs(ctx, &filter, &page).await?,
+            },
+            false => org(ctx)?.list_jobs(&filter, &page).await.map_err(gql)?,
         };
         let total = Total::Jobs(filter);
         Ok(Some(connection(

@@ -95,7 +95,8 @@ impl<'a> OrgStore<'a> {
     /// The rows of [`OrgStore::joined_page_of`] (one more than the page, when there is
     /// more), and the list's length when the page asks for it. With `beside` too, each row
     /// comes once for each of its first rows of that other list, or once with nulls for
-    /// them when it has none (for PostgreSQL: see [`OrgStore::list_staffed_jobs`]).
+    /// them when it has none (for PostgreSQL: see [`OrgStore::list_staffed_jobs`]); `beside`
+    /// is read only with `joined`.
     pub(crate) async fn joined_rows<T: Record>(
         &self,
         list: &Listed,
@@ -433,9 +434,14 @@ fn joined_select(list: &Listed, joined: &Joined, total: &str) -> String {
     let mut inside =
         String::from("tenant_id AS \"w.tenant_id\", organization_guid AS \"w.organization_guid\"");
     let mut outside = String::new();
+    // Pushed piece by piece, as `qualified` is.
     for column in other_columns.split(',').map(str::trim) {
-        inside.push_str(&format!(", {column} AS \"w.{column}\""));
-        outside.push_str(&format!(", w.\"w.{column}\" AS {column}"));
+        for piece in [", ", column, " AS \"w.", column, "\""] {
+            inside.push_str(piece);
+        }
+        for piece in [", w.\"w.", column, "\" AS ", column] {
+            outside.push_str(piece);
+        }
     }
     format!(
         "SELECT {}{outside}{total} FROM {table} JOIN (SELECT {inside} FROM {other}) w \
@@ -476,8 +482,8 @@ fn qualified(alias: &str, columns: &str) -> String {
 /// with a dot, so no column of a record is taken for it.
 const TOTAL: &str = "listed.total";
 
-/// A child's place among its parent's in a page read with its children ([`Beside`]),
-/// named so as no column is.
+/// A child's place among its parent's in a page read with its children ([`Beside`]): quoted,
+/// with a dot, so no column of a record is taken for it.
 pub(crate) const NTH: &str = "beside.nth";
 
 /// A list of records under a parent record, as [`OrgStore::children`] reads it.
