@@ -1,6 +1,6 @@
 //! The `jobs` area: visits that carry out work orders, who is assigned, completion reports.
 
-use async_graphql::{Context, Enum, InputObject, Lookahead, Object, SimpleObject, Value, ID};
+use async_graphql::{Context, Enum, InputObject, InputType, Lookahead, Object, SimpleObject, ID};
 use store::{JobFilter as StoreJobFilter, NewJob, Page, PageRequest, ScheduledJob, StaffedJob};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
@@ -303,13 +303,12 @@ fn asks_crews(ctx: &Context<'_>) -> Result<Option<u32>> {
         let Ok(arguments) = field.arguments() else {
             return Ok(None);
         };
-        let first = match arguments.iter().find(|(name, _)| name.as_str() == "first") {
-            None | Some((_, Value::Null)) => None,
-            Some((_, Value::Number(n))) => match n.as_i64().map(i32::try_from) {
-                Some(Ok(n)) => Some(n),
-                _ => return Ok(None),
-            },
-            Some(_) => return Ok(None),
+        // Parsed as the resolver's own argument is, then bounded as the resolver bounds it.
+        let given = arguments
+            .into_iter()
+            .find_map(|(name, value)| (name.as_str() == "first").then_some(value));
+        let Ok(first) = <Option<i32> as InputType>::parse(given) else {
+            return Ok(None);
         };
         let Ok(first) = nested_first(first) else {
             return Ok(None);

@@ -6,7 +6,7 @@ use super::page::{Order, Page, PageRequest, SortKey};
 use super::positional::{column, positional, read_checked, Columns};
 use super::sql::Sql;
 use super::work_orders::WORK_ORDER_COLUMNS;
-use super::{Beside, ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};
+use super::{ChildList, Employee, JobStatus, Joined, Listed, OrgStore, WorkOrder};
 use crate::error::{Entity, StoreError};
 use crate::UnixTime;
 
@@ -385,13 +385,7 @@ impl OrgStore<'_> {
                 total: read.total,
             });
         }
-        let beside = Beside {
-            table: STAFFING.table,
-            columns: STAFFING.columns,
-            parent_column: STAFFING.parent_column,
-            order: STAFFING.order,
-            first,
-        };
+        let beside = STAFFING.beside(first);
         let filtered = self.job_filter("", filter);
         let (rows, total) = self
             .joined_rows::<StaffedRow>(&JOBS, Some(&WITH_WORK_ORDER), Some(&beside), filtered, page)

@@ -452,14 +452,14 @@ fn joined_select(list: &Listed, joined: &Joined, total: &str) -> String {
     )
 }
 
-/// Children of each row of a page, read with it ([`OrgStore::joined_page_of`]): at most
-/// `first` rows of `table` a page row, as [`ChildList`] names them.
+/// Children of each row of a page, read with it ([`OrgStore::joined_rows`]): at most
+/// `first` rows of a [`ChildList`] a page row ([`ChildList::beside`]).
 pub(crate) struct Beside {
-    pub table: &'static str,
-    pub columns: &'static str,
-    pub parent_column: &'static str,
-    pub order: &'static str,
-    pub first: u32,
+    table: &'static str,
+    columns: &'static str,
+    parent_column: &'static str,
+    order: &'static str,
+    first: u32,
 }
 
 /// `a, b` as `alias.a, alias.b`; a column keeps its own name in the result. Pushed piece by
@@ -496,6 +496,19 @@ pub(crate) struct ChildList<T> {
     pub order: &'static str,
     /// A row's parent, as read from `parent_column`.
     pub parent_of: fn(&T) -> &str,
+}
+
+impl<T> ChildList<T> {
+    /// This list's first `first` rows of each row of a page, read with the page.
+    pub(crate) fn beside(&self, first: u32) -> Beside {
+        Beside {
+            table: self.table,
+            columns: self.columns,
+            parent_column: self.parent_column,
+            order: self.order,
+            first,
+        }
+    }
 }
 
 /// The first `first` rows of each parent, from rows grouped by parent.

@@ -381,6 +381,19 @@ mod tests {
         assert_eq!(read, [ada()]);
     }
 
+    /// A `LEFT JOIN`'s record: none where the join found no row (every column NULL), the
+    /// record where it found one, even with NULLs among its other columns.
+    #[test]
+    fn an_optional_record_is_none_where_its_key_is_null() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(EMPLOYEE).unwrap();
+        let sql = "SELECT e.employee_id, e.name, e.role, e.email, e.phone, e.created_at \
+            FROM (SELECT 'e1' AS id UNION ALL SELECT 'e2') k \
+            LEFT JOIN employees e ON e.employee_id = k.id ORDER BY k.id";
+        let read: Vec<Option<Employee>> = read_all(&conn, sql).unwrap();
+        assert_eq!(read, [Some(ada()), None]);
+    }
+
     #[test]
     fn columns_out_of_the_records_order_are_refused() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
