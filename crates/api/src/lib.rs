@@ -155,8 +155,12 @@ async fn execute(
     state: &ApiState,
     known: bool,
     caller: bearer::Caller,
-    request: async_graphql::Request,
+    mut request: async_graphql::Request,
 ) -> async_graphql::Response {
+    // Answers that are never merged are written as they are answered (`schema::plain`).
+    let written = request
+        .parsed_query()
+        .is_ok_and(schema::plain::is_never_merged);
     let loaders = schema::loaders::loaders(
         state.store.clone(),
         caller.tenant.clone(),
@@ -166,10 +170,11 @@ async fn execute(
         true => &state.checked_schema,
         false => &state.schema,
     };
-    let request = request
-        .data(caller)
-        .data(loaders.clone())
-        .data(schema::plain::Shapes::default());
+    let request = request.data(caller).data(loaders.clone());
+    let request = match written {
+        true => request.data(schema::plain::Written),
+        false => request.data(schema::plain::Shapes::default()),
+    };
     let execution = schema.execute(request);
     let mut execution = std::pin::pin!(execution);
     let mut batches = FuturesUnordered::new();

@@ -2,23 +2,125 @@
 //!
 //! Most of a query's answer is strings (ids, names, dates) that need no escaping, and
 //! serde_json looks each of their bytes up to see whether they do: 111,000 instructions of
-//! an uncached 20-job query, 6% of it (docs/performance.md). An answer without errors or
-//! extensions (`{"data":…}`) is written here, a string as it is when none of its bytes needs
-//! escaping ([`jose::write_json_string`]); the bytes are serde_json's either way, which a
-//! test compares. Anything else goes through serde_json.
+//! an uncached 20-job query, 6% of it (docs/performance.md). The data is written here, a
+//! string as it is when none of its bytes needs escaping ([`jose::write_json_string`]); the
+//! bytes are serde_json's either way, which a test compares. Errors and extensions follow,
+//! written by serde_json.
+//!
+//! A plain record's answer may be its JSON already ([`written_object`], for requests whose
+//! answers are never merged, `schema::plain`): it travels through async-graphql as bytes,
+//! which this schema has no other use for, and is written here as it is.
 
 use async_graphql::{Response, Value};
+use axum::body::Bytes;
 
-/// The JSON `serde_json::to_vec` gives for `response`.
+/// The first byte of an answer written by [`written_object`]: bytes that are not JSON (no
+/// JSON text starts with it) and that nothing else in this schema makes.
+const WRITTEN: u8 = 0xff;
+
+/// The JSON `serde_json::to_vec` gives for `response`, with answers written already in
+/// their place.
 pub fn to_json(response: &Response) -> Result<Vec<u8>, serde_json::Error> {
-    if !response.errors.is_empty() || !response.extensions.is_empty() {
-        return serde_json::to_vec(response);
-    }
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"data\":");
     value(&mut out, &response.data)?;
+    // In async-graphql's order and with its rules: each only when it has something.
+    if !response.extensions.is_empty() {
+        out.extend_from_slice(b",\"extensions\":");
+        serde_json::to_writer(&mut out, &response.extensions)?;
+    }
+    if !response.errors.is_empty() {
+        out.extend_from_slice(b",\"errors\":");
+        serde_json::to_writer(&mut out, &response.errors)?;
+    }
     out.push(b'}');
     Ok(out)
+}
+
+/// An object's JSON, written field by field in its keys' order as the answers come, as
+/// [`to_json`] would write the object; [`to_json`] writes it where it stands in the
+/// response.
+pub struct WrittenObject<'k> {
+    out: Vec<u8>,
+    /// The place of the next field to write; fields answered before it are held.
+    next: usize,
+    fields: usize,
+    held: Vec<(usize, &'k str, Option<Value>)>,
+    error: Option<serde_json::Error>,
+}
+
+impl<'k> WrittenObject<'k> {
+    /// An object of `fields` fields, all to be given to [`WrittenObject::field`].
+    pub fn new(fields: usize) -> WrittenObject<'k> {
+        // Room for most answers' fields (an id, a name, a time, a nested record): a growing
+        // object is moved each time it outgrows its allocation.
+        let mut out = Vec::with_capacity(64 + 64 * fields);
+        out.extend_from_slice(&[WRITTEN, b'{']);
+        WrittenObject {
+            out,
+            next: 0,
+            fields: 0,
+            held: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The answer of the field at place `i`, `None` to leave it out (it failed).
+    pub fn field(&mut self, i: usize, name: &'k str, answer: Option<Value>) {
+        if i != self.next {
+            self.held.push((i, name, answer));
+            return;
+        }
+        self.write(name, answer);
+        while let Some(at) = self.held.iter().position(|(i, ..)| *i == self.next) {
+            let (_, name, answer) = self.held.swap_remove(at);
+            self.write(name, answer);
+        }
+    }
+
+    fn write(&mut self, name: &str, answer: Option<Value>) {
+        self.next += 1;
+        let Some(answer) = answer else {
+            return;
+        };
+        if self.fields > 0 {
+            self.out.push(b',');
+        }
+        self.fields += 1;
+        let written = jose::write_json_string(&mut self.out, name).and_then(|()| {
+            self.out.push(b':');
+            value(&mut self.out, &answer)
+        });
+        if let Err(error) = written {
+            self.error.get_or_insert(error);
+        }
+    }
+
+    /// The object, or null when every field was left out (as async-graphql answers it).
+    pub fn finish(mut self) -> Result<Value, serde_json::Error> {
+        // Fields never given (none, when used as told) are written in their order.
+        if !self.held.is_empty() {
+            self.held.sort_unstable_by_key(|(i, ..)| *i);
+            for (_, name, answer) in std::mem::take(&mut self.held) {
+                self.write(name, answer);
+            }
+        }
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        if self.fields == 0 {
+            return Ok(Value::Null);
+        }
+        self.out.push(b'}');
+        // A boxed slice becomes `Bytes` without another allocation, which a `Vec` with room
+        // to spare needs; mimalloc shrinks an allocation in place down to half its size, and
+        // moves it below that.
+        let bytes = match self.out.len() * 2 > self.out.capacity() {
+            true => Bytes::from(self.out.into_boxed_slice()),
+            false => Bytes::from(self.out),
+        };
+        Ok(Value::Binary(bytes))
+    }
 }
 
 fn value(out: &mut Vec<u8>, value_: &Value) -> Result<(), serde_json::Error> {
@@ -50,8 +152,13 @@ fn value(out: &mut Vec<u8>, value_: &Value) -> Result<(), serde_json::Error> {
             }
             out.push(b'}');
         }
-        // Numbers in serde_json's own form; bytes (never in this schema) as serde writes them.
-        Value::Number(_) | Value::Binary(_) => serde_json::to_writer(&mut *out, value_)?,
+        Value::Binary(bytes) => match bytes.split_first() {
+            Some((&WRITTEN, json)) => out.extend_from_slice(json),
+            // Bytes of some other origin (none in this schema) as serde writes them.
+            _ => serde_json::to_writer(&mut *out, value_)?,
+        },
+        // Numbers in serde_json's own form.
+        Value::Number(_) => serde_json::to_writer(&mut *out, value_)?,
     }
     Ok(())
 }
@@ -128,5 +235,52 @@ mod tests {
                 serde_json::to_vec(&response).unwrap()
             );
         }
+    }
+
+    /// Fields given out of order, one left out, a written object inside a list: the bytes
+    /// of the same object built as async-graphql's.
+    #[test]
+    fn a_written_object_is_the_objects_json() {
+        let written = |fields: Vec<(usize, &'static str, Option<Value>)>| {
+            let mut object = WrittenObject::new(fields.len());
+            for (i, name, answer) in fields {
+                object.field(i, name, answer);
+            }
+            object.finish().unwrap()
+        };
+        let inner = written(vec![
+            (1, "name", Some(Value::String("Zürich \"9\"".into()))),
+            (0, "id", Some(Value::String("e_1".into()))),
+        ]);
+        assert!(matches!(inner, Value::Binary(_)));
+        let outer = written(vec![
+            (2, "kids", Some(Value::List(vec![inner, Value::Null]))),
+            (0, "n", Some(Value::Number(Number::from(7)))),
+            (1, "odd", None),
+            (3, "status", Some(Value::Enum(Name::new("DONE")))),
+        ]);
+        let expected = object(vec![
+            ("n", Value::Number(Number::from(7))),
+            (
+                "kids",
+                Value::List(vec![
+                    object(vec![
+                        ("id", Value::String("e_1".into())),
+                        ("name", Value::String("Zürich \"9\"".into())),
+                    ]),
+                    Value::Null,
+                ]),
+            ),
+            ("status", Value::Enum(Name::new("DONE"))),
+        ]);
+        let mut with_error = Response::new(outer);
+        with_error.errors.push(ServerError::new("refused", None));
+        let mut objects = Response::new(expected);
+        objects.errors.push(ServerError::new("refused", None));
+        assert_eq!(
+            String::from_utf8(to_json(&with_error).unwrap()).unwrap(),
+            serde_json::to_string(&objects).unwrap()
+        );
+        assert_eq!(written(vec![(0, "odd", None)]), Value::Null);
     }
 }

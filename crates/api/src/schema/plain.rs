@@ -19,6 +19,14 @@
 //! ([`Shapes`]): the others start from a copy of that object, whose keys are hashed already,
 //! instead of hashing each key again (SipHash: async-graphql's objects have the standard
 //! library's hasher) and checking the selection again.
+//!
+//! In a request whose answers are never merged ([`Written`]: no fragment, no response key
+//! twice in any selection), a plain record's answer is its JSON, written as soon as its
+//! fields are answered ([`crate::response_json::written_object`]), not an object to be
+//! written later: no object's keys are hashed, cloned or dropped, and the fields' values are
+//! freed while they are still in the cache. async-graphql merges two answers of one key
+//! into one object, which written JSON could not be; without fragments or repeated keys it
+//! never has two to merge.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -28,10 +36,14 @@ use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
 use async_graphql::indexmap::IndexMap;
-use async_graphql::parser::types::{Field, Selection, SelectionSet};
+use async_graphql::parser::types::{ExecutableDocument, Field, Selection, SelectionSet};
 use async_graphql::registry::Registry;
 use async_graphql::resolver_utils::{resolve_container, ContainerType};
-use async_graphql::{ContextSelectionSet, Name, OutputType, Positioned, ServerResult, Value};
+use async_graphql::{
+    ContextSelectionSet, Name, OutputType, Positioned, ServerError, ServerResult, Value,
+};
+
+use crate::response_json::WrittenObject;
 
 /// A record type some of whose fields read only what it holds.
 pub trait PlainFields: ContainerType {
@@ -67,11 +79,51 @@ impl<T: PlainFields> OutputType for Plain<T> {
         ctx: &ContextSelectionSet<'_>,
         _field: &Positioned<Field>,
     ) -> ServerResult<Value> {
+        // Every selection of such a request is plain (`is_never_merged`).
+        if ctx.data_opt::<Written>().is_some() {
+            return resolve_written(ctx.clone(), &self.0).await;
+        }
         match shape(ctx) {
             Some(object) => resolve_plain(ctx.clone(), &self.0, object).await,
             None => resolve_container(ctx, &self.0).await,
         }
     }
+}
+
+/// Marks a request whose plain records answer with their JSON (the module's last
+/// paragraph); only for a document [`is_never_merged`] says so, and only where the response
+/// is written by [`crate::response_json::to_json`], which knows such answers.
+pub struct Written;
+
+/// Whether no two answers of `document` are ever merged into one object, and every selection
+/// in it is plain: no fragment, no directive, no response key twice in one selection.
+/// async-graphql merges answers only under a key selected more than once, directly or
+/// through fragments. (It removes what `@skip` and `@include` exclude before it executes, so
+/// those could stay; a document with them is left to the objects, which is only slower.)
+pub fn is_never_merged(document: &ExecutableDocument) -> bool {
+    fn unmerged(selection: &SelectionSet) -> bool {
+        selection.items.iter().enumerate().all(|(i, item)| {
+            let Selection::Field(field) = &item.node else {
+                return false;
+            };
+            let key = field.node.response_key().node.as_str();
+            field.node.directives.is_empty()
+                && unmerged(&field.node.selection_set.node)
+                && selection.items[..i]
+                    .iter()
+                    .all(|earlier| match &earlier.node {
+                        Selection::Field(earlier) => {
+                            earlier.node.response_key().node.as_str() != key
+                        }
+                        _ => false,
+                    })
+        })
+    }
+    // A fragment is used only by a spread, which `unmerged` refuses.
+    document
+        .operations
+        .iter()
+        .all(|(_, operation)| unmerged(&operation.node.selection_set.node))
 }
 
 /// The shapes of a request's plain selections: each selection set's object with its keys in
@@ -139,9 +191,64 @@ async fn resolve_plain<'a, T: PlainFields>(
     record: &'a T,
     mut object: Object,
 ) -> ServerResult<Value> {
+    let mut failed = Vec::new();
+    resolve_fields(&ctx, record, &mut |i, value| match value {
+        Some(value) => set(&mut object, i, value),
+        None => failed.push(i),
+    })
+    .await;
+    // As async-graphql does: a field that failed is left out and its error noted; the others
+    // stand, in the order they were selected (GraphQL's "ordered as the selection set").
+    failed.sort_unstable();
+    for i in failed.into_iter().rev() {
+        object.shift_remove_index(i);
+    }
+    if object.is_empty() {
+        return Ok(Value::Null);
+    }
+    Ok(Value::Object(object))
+}
+
+/// Answers a plain selection with its JSON: the fields that did not fail, in the selection's
+/// order, as [`resolve_plain`] leaves them. Each answer is written as soon as those before
+/// it are, and then dropped.
+async fn resolve_written<'a, T: PlainFields>(
+    ctx: ContextSelectionSet<'a>,
+    record: &'a T,
+) -> ServerResult<Value> {
+    let items = &ctx.item.node.items;
+    let mut object = WrittenObject::new(items.len());
+    resolve_fields(&ctx, record, &mut |i, value| {
+        // A plain selection is fields only, so the `i`th item is the `i`th answer's.
+        if let Some(Selection::Field(field)) = items.get(i).map(|item| &item.node) {
+            object.field(i, field.node.response_key().node.as_str(), value);
+        }
+    })
+    .await;
+    object
+        .finish()
+        .map_err(|_| ServerError::new("the answer could not be written", None))
+}
+
+/// Resolves every field of a plain selection, giving each answer to `answer` with its place
+/// in the selection, `None` for a field that failed (its error noted): those ready at once
+/// in the selection's order, then those that waited.
+async fn resolve_fields<'a, T: PlainFields>(
+    ctx: &ContextSelectionSet<'a>,
+    record: &'a T,
+    // `dyn`: one copy of the code for both callers, which keeps `now` inlined (the field's
+    // future is polled where it was made, not moved into another frame first).
+    answer: &mut (dyn FnMut(usize, Option<Value>) + Send),
+) {
     let items = &ctx.item.node.items;
     let mut pending: Vec<FieldFuture<'a>> = Vec::new();
-    let mut failed = Vec::new();
+    let mut settle = |i: usize, value: ServerResult<Value>| match value {
+        Ok(value) => answer(i, Some(value)),
+        Err(error) => {
+            ctx.add_error(error);
+            answer(i, None);
+        }
+    };
     // A plain selection is fields only, so the `i`th item is the object's `i`th key.
     for (i, selection) in items.iter().enumerate() {
         let Selection::Field(field) = &selection.node else {
@@ -159,11 +266,7 @@ async fn resolve_plain<'a, T: PlainFields>(
             None
         };
         match ready {
-            Some(Ok(value)) => set(&mut object, i, value),
-            Some(Err(error)) => {
-                ctx.add_error(error);
-                failed.push(i);
-            }
+            Some(value) => settle(i, value),
             None => {
                 let ctx = ctx.clone();
                 pending.push(Box::pin(async move {
@@ -174,33 +277,19 @@ async fn resolve_plain<'a, T: PlainFields>(
             }
         }
     }
-    let mut settle = |(i, value): (usize, ServerResult<Value>)| match value {
-        Ok(value) => set(&mut object, i, value),
-        Err(error) => {
-            ctx.add_error(error);
-            failed.push(i);
-        }
-    };
     // One field that waits (an assignment's employee) is awaited alone: `join_all` would
     // allocate twice for it (its futures and its outputs). Allocations were about a tenth of
     // an uncached query's instructions (docs/performance.md).
     match <[FieldFuture<'a>; 1]>::try_from(pending) {
-        Ok([field]) => settle(field.await),
+        Ok([field]) => {
+            let (i, value) = field.await;
+            settle(i, value);
+        }
         Err(pending) => futures_util::future::join_all(pending)
             .await
             .into_iter()
-            .for_each(settle),
+            .for_each(|(i, value)| settle(i, value)),
     }
-    // As async-graphql does: a field that failed is left out and its error noted; the others
-    // stand, in the order they were selected (GraphQL's "ordered as the selection set").
-    failed.sort_unstable();
-    for i in failed.into_iter().rev() {
-        object.shift_remove_index(i);
-    }
-    if object.is_empty() {
-        return Ok(Value::Null);
-    }
-    Ok(Value::Object(object))
 }
 
 fn set(object: &mut Object, i: usize, value: Value) {
@@ -379,5 +468,123 @@ mod tests {
         };
         let keys: Vec<&str> = record.keys().map(|key| key.as_str()).collect();
         assert_eq!(keys, ["waits", "ready"]);
+    }
+
+    /// A record whose fields are ready, wait, fail, and lead to records of its own kind.
+    struct Node(i32);
+
+    #[Object]
+    impl Node {
+        async fn n(&self) -> i32 {
+            self.0
+        }
+
+        async fn name(&self) -> String {
+            format!("node \"{}\"", self.0)
+        }
+
+        async fn odd(&self) -> Result<bool> {
+            match self.0 {
+                2 => Err("two".into()),
+                n => Ok(n % 2 == 1),
+            }
+        }
+
+        async fn later(&self) -> Result<Option<i32>> {
+            tokio::task::yield_now().await;
+            match self.0 {
+                3 => Err("three".into()),
+                4 => Ok(None),
+                n => Ok(Some(n * 10)),
+            }
+        }
+
+        async fn next(&self) -> Option<Plain<Node>> {
+            tokio::task::yield_now().await;
+            (self.0 < 3).then(|| Plain(Node(self.0 + 1)))
+        }
+
+        async fn kids(&self) -> Vec<Plain<Node>> {
+            (0..self.0.min(2)).map(|n| Plain(Node(n))).collect()
+        }
+    }
+
+    plain_fields!(Node { "n", "name", "odd", "kids" });
+
+    struct Nodes;
+
+    #[Object]
+    impl Nodes {
+        async fn nodes(&self) -> Vec<Plain<Node>> {
+            (1..=4).map(|n| Plain(Node(n))).collect()
+        }
+    }
+
+    /// A request written as it is answered ([`Written`]) gives the body that the records'
+    /// objects give: values, nulls, nesting, lists, keys in order, fields that wait or fail
+    /// (left out, their errors in the order they came), a record whose every field failed.
+    #[tokio::test]
+    async fn written_answers_are_the_bytes_the_objects_give() {
+        let schema = Schema::new(Nodes, EmptyMutation, EmptySubscription);
+        for query in [
+            "{ nodes { later n name odd __typename } }",
+            "{ nodes { n next { n later next { name odd } } kids { n kids { odd } } } }",
+            "{ nodes { odd } }",
+            "{ nodes { alias: n n: name } }",
+        ] {
+            let document = async_graphql::parser::parse_query(query).unwrap();
+            assert!(is_never_merged(&document), "{query}");
+            let objects = schema
+                .execute(async_graphql::Request::new(query).data(Shapes::default()))
+                .await;
+            let written = schema
+                .execute(async_graphql::Request::new(query).data(Written))
+                .await;
+            let Value::Object(root) = &written.data else {
+                panic!("no data: {:?}", written.errors);
+            };
+            let Some(Value::List(nodes)) = root.get("nodes") else {
+                panic!("no nodes: {root:?}");
+            };
+            assert!(
+                nodes.iter().any(|node| matches!(node, Value::Binary(_))),
+                "{query}: not written"
+            );
+            let body =
+                |response| String::from_utf8(crate::response_json::to_json(response).unwrap());
+            assert_eq!(
+                body(&written).unwrap(),
+                serde_json::to_string(&objects).unwrap(),
+                "{query}"
+            );
+            assert!(
+                !objects.errors.is_empty() || !query.contains("odd"),
+                "{query}"
+            );
+        }
+    }
+
+    /// Answers are merged under a key selected twice (directly or through a fragment), which
+    /// written JSON could not be: such documents are not written.
+    #[test]
+    fn a_document_whose_answers_merge_is_not_written() {
+        for (query, never_merged) in [
+            ("{ nodes { n next { n } } }", true),
+            (
+                "query A { nodes { n } } query B { nodes { n n: name } }",
+                false,
+            ),
+            ("query A { nodes { n } } query B { nodes { name } }", true),
+            ("{ nodes { n } nodes { name } }", false),
+            ("{ nodes { next { n } next { name } } }", false),
+            ("{ nodes { n: name n } }", false),
+            ("{ nodes { ... on Node { n } } }", false),
+            ("{ nodes { ...F } } fragment F on Node { n }", false),
+            ("{ nodes { n @include(if: true) } }", false),
+            ("{ nodes { next @skip(if: false) { n } } }", false),
+        ] {
+            let document = async_graphql::parser::parse_query(query).unwrap();
+            assert_eq!(is_never_merged(&document), never_merged, "{query}");
+        }
     }
 }

@@ -15,6 +15,7 @@ on_both_backends!(
     every_record_answers_as_async_graphql_does,
     keys_come_in_the_order_they_were_selected,
     a_guarded_field_is_refused_beside_the_plain_ones,
+    answers_of_a_key_selected_twice_are_merged,
 );
 
 /// Every field of the records that have plain ones, and their nested records, as
@@ -291,6 +292,36 @@ async fn a_guarded_field_is_refused_beside_the_plain_ones(db: TestDatabase) {
         assert_eq!(error["extensions"]["code"], "FORBIDDEN", "{error}");
         assert_eq!(error["path"][0], "workOrders");
         assert_eq!(error["path"][3], "customer");
+    }
+    app.stop().await;
+}
+
+/// A key selected twice answers once, the two selections merged (GraphQL, "Field
+/// Collection"), whether the second comes directly or in a fragment: such a request's
+/// records are not written as they are answered (`api::schema::plain::Written`), whose JSON
+/// could not be merged.
+async fn answers_of_a_key_selected_twice_are_merged(db: TestDatabase) {
+    let app = TestApp::spawn(db).await;
+    let seeded = setup(&app).await;
+    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
+    records(&app, &token).await;
+    let once = ok(
+        &app,
+        &token,
+        "{ jobs { nodes { title workOrder { id number customer { name createdAt } } } } }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(once["jobs"]["nodes"][0]["workOrder"]["number"], "WO-000002");
+    for twice in [
+        "{ jobs { nodes { title workOrder { id customer { name } }
+           workOrder { number customer { createdAt } } } } }",
+        "{ jobs { nodes { title workOrder { id customer { name } }
+           ... on Job { workOrder { number customer { createdAt } } } } } }",
+        "{ jobs { nodes { title workOrder { id customer { name } } } }
+           jobs { nodes { workOrder { number customer { createdAt } } } } }",
+    ] {
+        assert_eq!(ok(&app, &token, twice, json!({})).await, once, "{twice}");
     }
     app.stop().await;
 }
