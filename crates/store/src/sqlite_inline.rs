@@ -277,11 +277,14 @@ impl InlineSqlite {
             let (statement, kept) = self.prepared.statement(sql, Kept::new)?;
             bind(statement, &kept.arguments, values, 0)?;
             let mut rows = statement.raw_query();
-            let mut found = Vec::new();
+            // Bounded: a statement that once returned many rows does not keep that much
+            // memory busy for each later run.
+            let mut found = Vec::with_capacity(kept.rows.min(256));
             while let Some(row) = rows.next()? {
                 logger.increment_rows_returned();
                 found.push(decode(row, kept)?);
             }
+            kept.rows = found.len();
             Ok(found)
         };
         match read() {
@@ -451,6 +454,10 @@ struct Kept {
     /// The record its columns were last found to be, by name ([`InlineSqlite::records`]),
     /// and how many times SQLite had compiled the statement again then.
     checked: Option<(TypeId, i32)>,
+    /// How many rows its last read by position returned: room for as many is made before
+    /// the next is read, so that its records (a page's, some hundreds of bytes each) are
+    /// not moved as their vector doubles.
+    rows: usize,
 }
 
 impl Kept {
@@ -461,6 +468,7 @@ impl Kept {
             arguments: arguments(statement)?,
             columns: None,
             checked: None,
+            rows: 0,
         })
     }
 

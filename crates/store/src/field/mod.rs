@@ -338,8 +338,13 @@ async fn by_position<T: Record>(
             let rows = pool
                 .postgres_rows(sql.text(), sql.postgres_arguments()?)
                 .await?;
-            let records = rows.iter().map(|row| reader.read(row));
-            Some(records.collect::<Result<_, _>>()?)
+            // Sized first: collecting through `Result` would grow the records (large, for a
+            // joined page) by doubling, moving them each time.
+            let mut records = Vec::with_capacity(rows.len());
+            for row in &rows {
+                records.push(reader.read(row)?);
+            }
+            Some(records)
         }
         false => {
             let values = sql.sqlite_values();
