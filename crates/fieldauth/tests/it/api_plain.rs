@@ -9,6 +9,7 @@ use store::testing::TestDatabase;
 
 use crate::api_areas::{basics, CREATE_INVOICE, CREATE_JOB};
 use crate::api_support::{gql, ok, setup, token, ALL_API};
+use crate::flow::Seeded;
 use crate::helpers::{on_both_backends, TestApp};
 
 on_both_backends!(
@@ -147,11 +148,17 @@ async fn records(app: &TestApp, token: &str) {
     .await;
 }
 
-async fn every_record_answers_as_async_graphql_does(db: TestDatabase) {
+/// A server with the records of [`records`], and a token of tenant alpha for every area.
+async fn with_records(db: TestDatabase) -> (TestApp, Seeded, String) {
     let app = TestApp::spawn(db).await;
     let seeded = setup(&app).await;
     let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
     records(&app, &token).await;
+    (app, seeded, token)
+}
+
+async fn every_record_answers_as_async_graphql_does(db: TestDatabase) {
+    let (app, _, token) = with_records(db).await;
 
     let direct = ok(&app, &token, &everything(plain), json!({})).await;
     let standard = ok(&app, &token, &everything(in_fragment), json!({})).await;
@@ -214,10 +221,7 @@ fn positions(body: &str, keys: &[&str]) -> Vec<usize> {
 }
 
 async fn keys_come_in_the_order_they_were_selected(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    let seeded = setup(&app).await;
-    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
-    records(&app, &token).await;
+    let (app, _, token) = with_records(db).await;
     // A loaded field (answered after the batch) first, then plain ones, an alias, a nested
     // list whose plain field follows its loaded one.
     let body = raw(
@@ -248,10 +252,7 @@ async fn keys_come_in_the_order_they_were_selected(db: TestDatabase) {
 }
 
 async fn a_guarded_field_is_refused_beside_the_plain_ones(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    let seeded = setup(&app).await;
-    let all = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
-    records(&app, &all).await;
+    let (app, seeded, _) = with_records(db).await;
     // Without `customers`, a work order's customer is refused; its plain fields still answer.
     let narrow = token(&app, &app.browser(), &seeded.alpha, "jobs workOrders").await;
     let query = |wrap: fn(&str, &str) -> String| {
@@ -301,10 +302,7 @@ async fn a_guarded_field_is_refused_beside_the_plain_ones(db: TestDatabase) {
 /// records are not written as they are answered (`api::schema::plain::Written`), whose JSON
 /// could not be merged.
 async fn answers_of_a_key_selected_twice_are_merged(db: TestDatabase) {
-    let app = TestApp::spawn(db).await;
-    let seeded = setup(&app).await;
-    let token = token(&app, &app.browser(), &seeded.alpha, ALL_API).await;
-    records(&app, &token).await;
+    let (app, _, token) = with_records(db).await;
     let once = ok(
         &app,
         &token,
