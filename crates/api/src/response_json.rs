@@ -72,10 +72,50 @@ impl<'k> WrittenObject<'k> {
             return;
         }
         self.write(name, answer);
+        self.write_held();
+    }
+
+    /// The answer of the field at place `i`, a string or null, written from where it is
+    /// when its turn has come (else held as a value).
+    pub fn text(&mut self, i: usize, name: &'k str, text: Option<&str>) {
+        if i != self.next {
+            let answer = text.map_or(Value::Null, |text| Value::String(text.to_owned()));
+            self.held.push((i, name, Some(answer)));
+            return;
+        }
+        self.next += 1;
+        self.key(name);
+        let written = match text {
+            Some(text) => jose::write_json_string(&mut self.out, text),
+            None => {
+                self.out.extend_from_slice(b"null");
+                Ok(())
+            }
+        };
+        if let Err(error) = written {
+            self.error.get_or_insert(error);
+        }
+        self.write_held();
+    }
+
+    /// The held answers whose turn has come.
+    fn write_held(&mut self) {
         while let Some(at) = self.held.iter().position(|(i, ..)| *i == self.next) {
             let (_, name, answer) = self.held.swap_remove(at);
             self.write(name, answer);
         }
+    }
+
+    /// A field's key and its colon, after a comma when it is not the first.
+    fn key(&mut self, name: &str) {
+        if self.fields > 0 {
+            self.out.push(b',');
+        }
+        self.fields += 1;
+        if let Err(error) = jose::write_json_string(&mut self.out, name) {
+            self.error.get_or_insert(error);
+        }
+        self.out.push(b':');
     }
 
     fn write(&mut self, name: &str, answer: Option<Value>) {
@@ -83,15 +123,8 @@ impl<'k> WrittenObject<'k> {
         let Some(answer) = answer else {
             return;
         };
-        if self.fields > 0 {
-            self.out.push(b',');
-        }
-        self.fields += 1;
-        let written = jose::write_json_string(&mut self.out, name).and_then(|()| {
-            self.out.push(b':');
-            value(&mut self.out, &answer)
-        });
-        if let Err(error) = written {
+        self.key(name);
+        if let Err(error) = value(&mut self.out, &answer) {
             self.error.get_or_insert(error);
         }
     }

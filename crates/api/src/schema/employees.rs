@@ -7,7 +7,7 @@ use super::connection::{asks_total, connection, nested_first, page_request, List
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::held::Held;
 use super::loaders::{EmployeeId, ShiftsOf};
-use super::plain::{plain_fields, Plain};
+use super::plain::{enum_name, plain_fields, Leaf, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -75,6 +75,23 @@ impl Employee {
     }
 }
 
+impl Employee {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let employee = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&employee.employee_id),
+            "name" => Leaf::Text(&employee.name),
+            "role" => Leaf::Text(enum_name(EmployeeRole::from(employee.role))?),
+            "email" => employee.email.as_deref().map_or(Leaf::Null, Leaf::Text),
+            "phone" => employee.phone.as_deref().map_or(Leaf::Null, Leaf::Text),
+            "createdAt" => Leaf::instant(employee.created_at),
+            _ => return None,
+        })
+    }
+}
+
 plain_fields!(Employee {
     "id",
     "name",
@@ -82,7 +99,7 @@ plain_fields!(Employee {
     "email",
     "phone",
     "createdAt",
-});
+} leaves Employee::leaf);
 
 /// A stretch of scheduled work.
 #[derive(SimpleObject)]

@@ -10,7 +10,7 @@ use super::held::Held;
 use super::loaders::{
     AssignmentsOf, EmployeeId, JobId, Loaders, Shared, Staff, StaffOf, WorkOrderId,
 };
-use super::plain::{plain_fields, Plain};
+use super::plain::{enum_name, plain_fields, Leaf, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use super::work_orders::WorkOrder;
@@ -124,6 +124,23 @@ impl Job {
     }
 }
 
+impl Job {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let job = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&job.job_id),
+            "title" => Leaf::Text(&job.title),
+            "status" => Leaf::Text(enum_name(JobStatus::from(job.status))?),
+            "scheduledStart" => Leaf::instant(job.scheduled_start),
+            "scheduledEnd" => Leaf::instant(job.scheduled_end),
+            "createdAt" => Leaf::instant(job.created_at),
+            _ => return None,
+        })
+    }
+}
+
 plain_fields!(Job {
     "id",
     "title",
@@ -133,7 +150,7 @@ plain_fields!(Job {
     "startedAt",
     "createdAt",
     "completionReport",
-});
+} leaves Job::leaf);
 
 /// An employee put on a job.
 pub struct Assignment {
@@ -157,7 +174,18 @@ impl Assignment {
     }
 }
 
-plain_fields!(Assignment { "assignedAt" });
+impl Assignment {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        match name {
+            "assignedAt" => Some(Leaf::instant(self.row.assigned_at)),
+            _ => None,
+        }
+    }
+}
+
+plain_fields!(Assignment { "assignedAt" } leaves Assignment::leaf);
 
 /// The technician's report when a job is completed.
 #[derive(SimpleObject)]

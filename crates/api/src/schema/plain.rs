@@ -38,7 +38,7 @@ use std::task::{Context, Poll, Waker};
 use async_graphql::indexmap::IndexMap;
 use async_graphql::parser::types::{ExecutableDocument, Field, Selection, SelectionSet};
 use async_graphql::registry::Registry;
-use async_graphql::resolver_utils::{resolve_container, ContainerType};
+use async_graphql::resolver_utils::{resolve_container, ContainerType, EnumType, ScalarType};
 use async_graphql::{
     ContextSelectionSet, Name, OutputType, Positioned, ServerError, ServerResult, Value,
 };
@@ -52,6 +52,38 @@ pub trait PlainFields: ContainerType {
     /// resolver, guards and errors included; this list only says which to run in place. A
     /// field listed wrongly costs time (it is run again as a future), never a wrong answer.
     const FIELDS: &'static [&'static str];
+
+    /// A plain field's answer read straight from the record, for a written request's
+    /// fields whose resolver only reads the record, cannot fail and has no guard (an id, a
+    /// name, a status); `None` leaves the field to its resolver. Each answer here must be
+    /// the resolver's: the API's tests ask every field both ways.
+    fn leaf(&self, _name: &str) -> Option<Leaf<'_>> {
+        None
+    }
+}
+
+/// A plain field's answer as [`PlainFields::leaf`] reads it.
+pub enum Leaf<'r> {
+    /// A string, an ID or an enum value's name.
+    Text(&'r str),
+    Null,
+    /// Any other answer, as its resolver gives it.
+    Value(Value),
+}
+
+impl Leaf<'_> {
+    /// An instant as a `DateTime` field answers it.
+    pub fn instant(seconds: i64) -> Leaf<'static> {
+        Leaf::Value(ScalarType::to_value(&super::scalars::DateTime(seconds)))
+    }
+}
+
+/// The GraphQL name of an enum's value.
+pub fn enum_name<E: EnumType>(value: E) -> Option<&'static str> {
+    E::items()
+        .iter()
+        .find(|item| item.value == value)
+        .map(|item| item.name)
 }
 
 /// `T` as the schema has it, answered as the module says.
@@ -192,9 +224,11 @@ async fn resolve_plain<'a, T: PlainFields>(
     mut object: Object,
 ) -> ServerResult<Value> {
     let mut failed = Vec::new();
-    resolve_fields(&ctx, record, &mut |i, value| match value {
-        Some(value) => set(&mut object, i, value),
-        None => failed.push(i),
+    resolve_fields(&ctx, record, false, &mut |i, answer| match answer {
+        Answer::Resolved(Some(value)) => set(&mut object, i, value),
+        // Only asked for with `leaves`.
+        Answer::Leaf(_) => {}
+        Answer::Resolved(None) => failed.push(i),
     })
     .await;
     // As async-graphql does: a field that failed is left out and its error noted; the others
@@ -218,10 +252,16 @@ async fn resolve_written<'a, T: PlainFields>(
 ) -> ServerResult<Value> {
     let items = &ctx.item.node.items;
     let mut object = WrittenObject::new(items.len());
-    resolve_fields(&ctx, record, &mut |i, value| {
+    resolve_fields(&ctx, record, true, &mut |i, answer| {
         // A plain selection is fields only, so the `i`th item is the `i`th answer's.
         if let Some(Selection::Field(field)) = items.get(i).map(|item| &item.node) {
-            object.field(i, field.node.response_key().node.as_str(), value);
+            let key = field.node.response_key().node.as_str();
+            match answer {
+                Answer::Resolved(value) => object.field(i, key, value),
+                Answer::Leaf(Leaf::Text(text)) => object.text(i, key, Some(text)),
+                Answer::Leaf(Leaf::Null) => object.text(i, key, None),
+                Answer::Leaf(Leaf::Value(value)) => object.field(i, key, Some(value)),
+            }
         }
     })
     .await;
@@ -230,23 +270,34 @@ async fn resolve_written<'a, T: PlainFields>(
         .map_err(|_| ServerError::new("the answer could not be written", None))
 }
 
+/// A field's answer as [`resolve_fields`] gives it.
+enum Answer<'r> {
+    /// From the field's resolver; `None` when it failed (its error noted).
+    Resolved(Option<Value>),
+    /// Straight from the record ([`PlainFields::leaf`]).
+    Leaf(Leaf<'r>),
+}
+
 /// Resolves every field of a plain selection, giving each answer to `answer` with its place
-/// in the selection, `None` for a field that failed (its error noted): those ready at once
-/// in the selection's order, then those that waited.
+/// in the selection: those ready at once in the selection's order (with `leaves`, those the
+/// record answers itself as leaves), then those that waited.
 async fn resolve_fields<'a, T: PlainFields>(
     ctx: &ContextSelectionSet<'a>,
     record: &'a T,
+    leaves: bool,
     // `dyn`: one copy of the code for both callers, which keeps `now` inlined (the field's
     // future is polled where it was made, not moved into another frame first).
-    answer: &mut (dyn FnMut(usize, Option<Value>) + Send),
+    answer: &mut (dyn FnMut(usize, Answer<'a>) + Send),
 ) {
     let items = &ctx.item.node.items;
     let mut pending: Vec<FieldFuture<'a>> = Vec::new();
-    let mut settle = |i: usize, value: ServerResult<Value>| match value {
-        Ok(value) => answer(i, Some(value)),
+    let settle = |answer: &mut (dyn FnMut(usize, Answer<'a>) + Send),
+                  i: usize,
+                  value: ServerResult<Value>| match value {
+        Ok(value) => answer(i, Answer::Resolved(Some(value))),
         Err(error) => {
             ctx.add_error(error);
-            answer(i, None);
+            answer(i, Answer::Resolved(None));
         }
     };
     // A plain selection is fields only, so the `i`th item is the object's `i`th key.
@@ -255,6 +306,10 @@ async fn resolve_fields<'a, T: PlainFields>(
             continue;
         };
         let name = field.node.name.node.as_str();
+        if let Some(leaf) = leaves.then(|| record.leaf(name)).flatten() {
+            answer(i, Answer::Leaf(leaf));
+            continue;
+        }
         let ready = if name == "__typename" {
             Some(Ok(Value::String(
                 record.introspection_type_name().into_owned(),
@@ -266,7 +321,7 @@ async fn resolve_fields<'a, T: PlainFields>(
             None
         };
         match ready {
-            Some(value) => settle(i, value),
+            Some(value) => settle(answer, i, value),
             None => {
                 let ctx = ctx.clone();
                 pending.push(Box::pin(async move {
@@ -283,12 +338,12 @@ async fn resolve_fields<'a, T: PlainFields>(
     match <[FieldFuture<'a>; 1]>::try_from(pending) {
         Ok([field]) => {
             let (i, value) = field.await;
-            settle(i, value);
+            settle(answer, i, value);
         }
         Err(pending) => futures_util::future::join_all(pending)
             .await
             .into_iter()
-            .for_each(|(i, value)| settle(i, value)),
+            .for_each(|(i, value)| settle(answer, i, value)),
     }
 }
 
@@ -312,6 +367,15 @@ macro_rules! plain_fields {
     ($record:ty { $($name:literal),+ $(,)? }) => {
         impl $crate::schema::plain::PlainFields for $record {
             const FIELDS: &'static [&'static str] = &[$($name),+];
+        }
+    };
+    ($record:ty { $($name:literal),+ $(,)? } leaves $leaf:path) => {
+        impl $crate::schema::plain::PlainFields for $record {
+            const FIELDS: &'static [&'static str] = &[$($name),+];
+
+            fn leaf(&self, name: &str) -> Option<$crate::schema::plain::Leaf<'_>> {
+                $leaf(self, name)
+            }
         }
     };
 }
@@ -471,7 +535,7 @@ mod tests {
     }
 
     /// A record whose fields are ready, wait, fail, and lead to records of its own kind.
-    struct Node(i32);
+    struct Node(i32, String);
 
     #[Object]
     impl Node {
@@ -479,8 +543,8 @@ mod tests {
             self.0
         }
 
-        async fn name(&self) -> String {
-            format!("node \"{}\"", self.0)
+        async fn name(&self) -> Option<&str> {
+            (self.0 != 4).then_some(&self.1)
         }
 
         async fn odd(&self) -> Result<bool> {
@@ -501,22 +565,38 @@ mod tests {
 
         async fn next(&self) -> Option<Plain<Node>> {
             tokio::task::yield_now().await;
-            (self.0 < 3).then(|| Plain(Node(self.0 + 1)))
+            (self.0 < 3).then(|| Plain(Node::new(self.0 + 1)))
         }
 
         async fn kids(&self) -> Vec<Plain<Node>> {
-            (0..self.0.min(2)).map(|n| Plain(Node(n))).collect()
+            (0..self.0.min(2)).map(|n| Plain(Node::new(n))).collect()
         }
     }
 
-    plain_fields!(Node { "n", "name", "odd", "kids" });
+    impl Node {
+        fn new(n: i32) -> Node {
+            Node(n, format!("node \"{n}\""))
+        }
+
+        /// `n` and `name` from the record; `odd` (which can fail) from its resolver.
+        fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+            match name {
+                "n" => Some(Leaf::Value(Value::from(self.0))),
+                "name" if self.0 == 4 => Some(Leaf::Null),
+                "name" => Some(Leaf::Text(&self.1)),
+                _ => None,
+            }
+        }
+    }
+
+    plain_fields!(Node { "n", "name", "odd", "kids" } leaves Node::leaf);
 
     struct Nodes;
 
     #[Object]
     impl Nodes {
         async fn nodes(&self) -> Vec<Plain<Node>> {
-            (1..=4).map(|n| Plain(Node(n))).collect()
+            (1..=4).map(|n| Plain(Node::new(n))).collect()
         }
     }
 

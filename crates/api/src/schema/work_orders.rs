@@ -1,6 +1,6 @@
 //! The `workOrders` area: what customers ask for, at which property, under which contract.
 
-use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
+use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, Value, ID};
 use store::{NewWorkOrder, WorkOrderFilter as StoreWorkOrderFilter};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
@@ -9,7 +9,7 @@ use super::customers::{Customer, Property};
 use super::held::Held;
 use super::jobs::Job;
 use super::loaders::{CustomerId, JobsOf, PropertyId, Shared, WorkOrderId};
-use super::plain::{plain_fields, Plain};
+use super::plain::{enum_name, plain_fields, Leaf, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -104,6 +104,23 @@ impl WorkOrder {
     }
 }
 
+impl WorkOrder {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let order = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&order.work_order_id),
+            "number" => Leaf::Value(Value::String(number(order.number))),
+            "description" => Leaf::Text(&order.description),
+            "status" => Leaf::Text(enum_name(WorkOrderStatus::from(order.status))?),
+            "createdAt" => Leaf::instant(order.created_at),
+            "updatedAt" => Leaf::instant(order.updated_at),
+            _ => return None,
+        })
+    }
+}
+
 plain_fields!(WorkOrder {
     "id",
     "number",
@@ -112,7 +129,7 @@ plain_fields!(WorkOrder {
     "createdAt",
     "updatedAt",
     "contract",
-});
+} leaves WorkOrder::leaf);
 
 /// The terms, value and period a work order is done under.
 #[derive(SimpleObject)]
