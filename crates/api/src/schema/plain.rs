@@ -26,7 +26,9 @@
 //! written later: no object's keys are hashed, cloned or dropped, and the fields' values are
 //! freed while they are still in the cache. async-graphql merges two answers of one key
 //! into one object, which written JSON could not be; without fragments or repeated keys it
-//! never has two to merge.
+//! never has two to merge. There a record's leaf fields (those that only read it, cannot
+//! fail and have no guard) are read from it directly ([`PlainFields::leaf`]), a string
+//! written from where the record holds it, without a trip through the resolver.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
