@@ -7,14 +7,14 @@
 //! bytes are serde_json's either way, which a test compares. Errors and extensions follow,
 //! written by serde_json.
 //!
-//! A plain record's answer may be its JSON already ([`written_object`], for requests whose
+//! A plain record's answer may be its JSON already ([`WrittenObject`], for requests whose
 //! answers are never merged, `schema::plain`): it travels through async-graphql as bytes,
 //! which this schema has no other use for, and is written here as it is.
 
 use async_graphql::{Response, Value};
 use axum::body::Bytes;
 
-/// The first byte of an answer written by [`written_object`]: bytes that are not JSON (no
+/// The first byte of an answer written by [`WrittenObject`]: bytes that are not JSON (no
 /// JSON text starts with it) and that nothing else in this schema makes.
 const WRITTEN: u8 = 0xff;
 

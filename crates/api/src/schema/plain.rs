@@ -20,9 +20,9 @@
 //! instead of hashing each key again (SipHash: async-graphql's objects have the standard
 //! library's hasher) and checking the selection again.
 //!
-//! In a request whose answers are never merged ([`Written`]: no fragment, no response key
-//! twice in any selection), a plain record's answer is its JSON, written as soon as its
-//! fields are answered ([`crate::response_json::written_object`]), not an object to be
+//! In a request whose answers are never merged ([`Written`]: no fragment, no directive, no
+//! response key twice in any selection), a plain record's answer is its JSON, written as its
+//! fields are answered ([`crate::response_json::WrittenObject`]), not an object to be
 //! written later: no object's keys are hashed, cloned or dropped, and the fields' values are
 //! freed while they are still in the cache. async-graphql merges two answers of one key
 //! into one object, which written JSON could not be; without fragments or repeated keys it
