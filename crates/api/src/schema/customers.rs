@@ -7,7 +7,7 @@ use super::connection::{asks_total, connection, nested_first, page_request, List
 use super::context::{children, gql, new_id, now, org, require, Result};
 use super::held::Held;
 use super::loaders::{ContactsOf, CustomerId, PropertiesOf, Shared};
-use super::plain::{plain_fields, Plain};
+use super::plain::{plain_fields, Leaf, Plain};
 use super::scalars::DateTime;
 use super::scope::{Needs, Scope};
 use crate::validate;
@@ -64,12 +64,26 @@ impl Customer {
     }
 }
 
+impl Customer {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let customer = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&customer.customer_id),
+            "name" => Leaf::Text(&customer.name),
+            "createdAt" => Leaf::instant(customer.created_at),
+            _ => return None,
+        })
+    }
+}
+
 plain_fields!(Customer {
     "id",
     "name",
     "createdAt",
     "billingProfile",
-});
+} leaves Customer::leaf);
 
 /// A person at a customer.
 #[derive(SimpleObject)]
@@ -113,12 +127,29 @@ impl Property {
     }
 }
 
+impl Property {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let property = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&property.property_id),
+            "label" => Leaf::Text(&property.label),
+            "accessNotes" => property
+                .access_notes
+                .as_deref()
+                .map_or(Leaf::Null, Leaf::Text),
+            _ => return None,
+        })
+    }
+}
+
 plain_fields!(Property {
     "id",
     "label",
     "accessNotes",
     "address",
-});
+} leaves Property::leaf);
 
 /// A postal address.
 #[derive(SimpleObject)]

@@ -1,6 +1,6 @@
 //! The `invoices` area: invoices with lines and totals, and the payments recorded on them.
 
-use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, ID};
+use async_graphql::{Context, Enum, InputObject, Object, SimpleObject, Value, ID};
 use store::{InvoiceFilter as StoreInvoiceFilter, NewInvoice, NewInvoiceLine, NewPayment};
 
 use super::connection::{asks_total, connection, nested_first, page_request, List, Total};
@@ -8,7 +8,7 @@ use super::context::{children, gql, new_id, now, org, require, Result};
 use super::customers::Customer;
 use super::held::Held;
 use super::loaders::{CustomerId, InvoiceId, LinesOf, PaymentsOf, WorkOrderId};
-use super::plain::{plain_fields, Plain};
+use super::plain::{enum_name, plain_fields, Leaf, Plain};
 use super::scalars::{Date, DateTime, Money, MoneyInput};
 use super::scope::{Needs, Scope};
 use super::work_orders::WorkOrder;
@@ -47,7 +47,7 @@ impl Invoice {
 
     /// The organization's number for it, such as `INV-000042`.
     async fn number(&self) -> String {
-        format!("INV-{:06}", self.0.number)
+        number(self.0.number)
     }
 
     async fn status(&self) -> InvoiceStatus {
@@ -152,6 +152,29 @@ impl Invoice {
     }
 }
 
+impl Invoice {
+    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
+    /// their resolvers above do.
+    fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
+        let invoice = &self.0;
+        Some(match name {
+            "id" => Leaf::Text(&invoice.invoice_id),
+            "number" => Leaf::Value(Value::String(number(invoice.number))),
+            "status" => Leaf::Text(enum_name(InvoiceStatus::from(invoice.status))?),
+            "currency" => Leaf::Text(&invoice.currency),
+            "issuedAt" => invoice.issued_at.map_or(Leaf::Null, Leaf::instant),
+            "dueOn" => invoice.due_on.as_deref().map_or(Leaf::Null, Leaf::Text),
+            "createdAt" => Leaf::instant(invoice.created_at),
+            _ => return None,
+        })
+    }
+}
+
+/// An invoice's number as the organization writes it, such as `INV-000042`.
+fn number(number: i64) -> String {
+    format!("INV-{number:06}")
+}
+
 plain_fields!(Invoice {
     "id",
     "number",
@@ -161,7 +184,7 @@ plain_fields!(Invoice {
     "dueOn",
     "createdAt",
     "totals",
-});
+} leaves Invoice::leaf);
 
 #[derive(SimpleObject)]
 pub struct InvoiceLine {
