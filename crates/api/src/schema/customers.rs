@@ -65,8 +65,6 @@ impl Customer {
 }
 
 impl Customer {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let customer = &self.0;
         Some(match name {
@@ -128,8 +126,6 @@ impl Property {
 }
 
 impl Property {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let property = &self.0;
         Some(match name {

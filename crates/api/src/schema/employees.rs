@@ -76,8 +76,6 @@ impl Employee {
 }
 
 impl Employee {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let employee = &self.0;
         Some(match name {

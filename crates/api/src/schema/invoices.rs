@@ -153,8 +153,6 @@ impl Invoice {
 }
 
 impl Invoice {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let invoice = &self.0;
         Some(match name {

@@ -125,8 +125,6 @@ impl Job {
 }
 
 impl Job {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let job = &self.0;
         Some(match name {
@@ -175,8 +173,6 @@ impl Assignment {
 }
 
 impl Assignment {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         match name {
             "assignedAt" => Some(Leaf::instant(self.row.assigned_at)),

@@ -26,9 +26,11 @@
 //! written later: no object's keys are hashed, cloned or dropped, and the fields' values are
 //! freed while they are still in the cache. async-graphql merges two answers of one key
 //! into one object, which written JSON could not be; without fragments or repeated keys it
-//! never has two to merge. There a record's leaf fields (those that only read it, cannot
-//! fail and have no guard) are read from it directly ([`PlainFields::leaf`]), a string
-//! written from where the record holds it, without a trip through the resolver.
+//! never has two to merge.
+//!
+//! A plain selection's leaf fields (those that only read the record, cannot fail and have no
+//! guard) are read from the record directly ([`PlainFields::leaf`]), not through their
+//! resolvers; in a written request a string is written from where the record holds it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -55,10 +57,10 @@ pub trait PlainFields: ContainerType {
     /// field listed wrongly costs time (it is run again as a future), never a wrong answer.
     const FIELDS: &'static [&'static str];
 
-    /// A plain field's answer read straight from the record, for a written request's
-    /// fields whose resolver only reads the record, cannot fail and has no guard (an id, a
-    /// name, a status); `None` leaves the field to its resolver. Each answer here must be
-    /// the resolver's: the API's tests ask every field both ways.
+    /// A plain field's answer read straight from the record, for the fields whose resolver
+    /// only reads the record, cannot fail and has no guard (an id, a name, a status); `None`
+    /// leaves the field to its resolver. Each answer here must be the resolver's: the API's
+    /// tests ask every field both ways (a selection in a fragment takes the resolvers).
     fn leaf(&self, _name: &str) -> Option<Leaf<'_>> {
         None
     }
@@ -77,6 +79,15 @@ impl Leaf<'_> {
     /// An instant as a `DateTime` field answers it.
     pub fn instant(seconds: i64) -> Leaf<'static> {
         Leaf::Value(ScalarType::to_value(&super::scalars::DateTime(seconds)))
+    }
+
+    /// The answer as its resolver gives it.
+    fn into_value(self) -> Value {
+        match self {
+            Leaf::Text(text) => Value::String(text.to_owned()),
+            Leaf::Null => Value::Null,
+            Leaf::Value(value) => value,
+        }
     }
 }
 
@@ -226,10 +237,9 @@ async fn resolve_plain<'a, T: PlainFields>(
     mut object: Object,
 ) -> ServerResult<Value> {
     let mut failed = Vec::new();
-    resolve_fields(&ctx, record, false, &mut |i, answer| match answer {
+    resolve_fields(&ctx, record, &mut |i, answer| match answer {
         Answer::Resolved(Some(value)) => set(&mut object, i, value),
-        // Only asked for with `leaves`.
-        Answer::Leaf(_) => {}
+        Answer::Leaf(leaf) => set(&mut object, i, leaf.into_value()),
         Answer::Resolved(None) => failed.push(i),
     })
     .await;
@@ -254,7 +264,7 @@ async fn resolve_written<'a, T: PlainFields>(
 ) -> ServerResult<Value> {
     let items = &ctx.item.node.items;
     let mut object = WrittenObject::new(items.len());
-    resolve_fields(&ctx, record, true, &mut |i, answer| {
+    resolve_fields(&ctx, record, &mut |i, answer| {
         // A plain selection is fields only, so the `i`th item is the `i`th answer's.
         if let Some(Selection::Field(field)) = items.get(i).map(|item| &item.node) {
             let key = field.node.response_key().node.as_str();
@@ -281,12 +291,11 @@ enum Answer<'r> {
 }
 
 /// Resolves every field of a plain selection, giving each answer to `answer` with its place
-/// in the selection: those ready at once in the selection's order (with `leaves`, those the
-/// record answers itself as leaves), then those that waited.
+/// in the selection: those ready at once (the record's leaves among them) in the selection's
+/// order, then those that waited.
 async fn resolve_fields<'a, T: PlainFields>(
     ctx: &ContextSelectionSet<'a>,
     record: &'a T,
-    leaves: bool,
     // `dyn`: one copy of the code for both callers, which keeps `now` inlined (the field's
     // future is polled where it was made, not moved into another frame first).
     answer: &mut (dyn FnMut(usize, Answer<'a>) + Send),
@@ -308,7 +317,7 @@ async fn resolve_fields<'a, T: PlainFields>(
             continue;
         };
         let name = field.node.name.node.as_str();
-        if let Some(leaf) = leaves.then(|| record.leaf(name)).flatten() {
+        if let Some(leaf) = record.leaf(name) {
             answer(i, Answer::Leaf(leaf));
             continue;
         }
@@ -642,6 +651,15 @@ mod tests {
             assert!(
                 !objects.errors.is_empty() || !query.contains("odd"),
                 "{query}"
+            );
+            // In a fragment every field is answered by its resolver, leaves too.
+            let fragment = query.replacen("{ nodes {", "{ nodes { ... on Node {", 1) + " }";
+            let resolvers = schema.execute(fragment.as_str()).await;
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&body(&written).unwrap()).unwrap()
+                    ["data"],
+                serde_json::to_value(&resolvers).unwrap()["data"],
+                "{fragment}"
             );
         }
     }

@@ -105,8 +105,6 @@ impl WorkOrder {
 }
 
 impl WorkOrder {
-    /// The fields its record answers as leaves ([`super::plain::PlainFields::leaf`]), as
-    /// their resolvers above do.
     fn leaf(&self, name: &str) -> Option<Leaf<'_>> {
         let order = &self.0;
         Some(match name {
