@@ -33,17 +33,24 @@ macro_rules! stored_enum {
                 row: &impl super::positional::Columns,
                 index: usize,
             ) -> Result<$name, sqlx::Error> {
-                super::positional::stored_word(row, index)
+                super::positional::stored_word(row, index, $name::from_word)
+            }
+        }
+
+        impl $name {
+            /// The value a stored word names.
+            fn from_word(word: &str) -> Result<$name, UnknownValue> {
+                match word {
+                    $($word => Ok($name::$variant),)+
+                    _ => Err(UnknownValue { kind: stringify!($name), value: word.to_owned() }),
+                }
             }
         }
 
         impl TryFrom<String> for $name {
             type Error = UnknownValue;
             fn try_from(value: String) -> Result<$name, UnknownValue> {
-                match value.as_str() {
-                    $($word => Ok($name::$variant),)+
-                    _ => Err(UnknownValue { kind: stringify!($name), value }),
-                }
+                $name::from_word(&value)
             }
         }
     };

@@ -366,19 +366,27 @@ impl OrgStore<'_> {
         if self.tenant.backend() != crate::db::Backend::Postgres {
             let read = self.list_scheduled_jobs(filter, page).await?;
             let ids: Vec<String> = read.items.iter().map(|r| r.job.job_id.clone()).collect();
-            let mut crews: HashMap<String, Vec<Staffed>> = HashMap::new();
+            // Each crew goes to its job's place on the page, found by the job's id: no copy
+            // of the id per row.
+            let place: HashMap<&str, usize> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.as_str(), i))
+                .collect();
+            let mut crews: Vec<Vec<Staffed>> = ids.iter().map(|_| Vec::new()).collect();
             for staffed in self.staffing_of(&ids, first).await? {
-                let job_id = staffed.assignment.job_id.clone();
-                crews.entry(job_id).or_default().push(staffed);
+                let crew = place.get(staffed.assignment.job_id.as_str());
+                if let Some(crew) = crew.and_then(|&i| crews.get_mut(i)) {
+                    crew.push(staffed);
+                }
             }
-            let items = read
-                .items
-                .into_iter()
-                .map(|ScheduledJob { job, work_order }| StaffedJob {
-                    staff: crews.remove(&job.job_id).unwrap_or_default(),
+            let items = read.items.into_iter().zip(crews).map(
+                |(ScheduledJob { job, work_order }, staff)| StaffedJob {
+                    staff,
                     job,
                     work_order,
-                });
+                },
+            );
             return Ok(Page {
                 items: items.collect(),
                 has_next_page: read.has_next_page,

@@ -77,13 +77,17 @@ impl Column for i64 {
     }
 }
 
-/// A stored word read as its enum (`TryFrom<String>`).
-pub(crate) fn stored_word<T, E>(row: &impl Columns, index: usize) -> Result<T, sqlx::Error>
+/// A stored word read as the enum value it names, read in place: no `String` a row.
+pub(crate) fn stored_word<T, E>(
+    row: &impl Columns,
+    index: usize,
+    from_word: fn(&str) -> Result<T, E>,
+) -> Result<T, sqlx::Error>
 where
-    T: TryFrom<String, Error = E>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    T::try_from(String::read(row, index)?).map_err(|error| decode_error(index, error))
+    let word = row.text(index)?.ok_or_else(|| unexpected_null(index))?;
+    from_word(word).map_err(|error| decode_error(index, error))
 }
 
 /// Whether the row has the record's columns from `at` on, by name.
