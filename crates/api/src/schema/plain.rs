@@ -147,22 +147,11 @@ pub struct Written;
 /// those could stay; a document with them is left to the objects, which is only slower.)
 pub fn is_never_merged(document: &ExecutableDocument) -> bool {
     fn unmerged(selection: &SelectionSet) -> bool {
-        selection.items.iter().enumerate().all(|(i, item)| {
-            let Selection::Field(field) = &item.node else {
-                return false;
-            };
-            let key = field.node.response_key().node.as_str();
-            field.node.directives.is_empty()
-                && unmerged(&field.node.selection_set.node)
-                && selection.items[..i]
-                    .iter()
-                    .all(|earlier| match &earlier.node {
-                        Selection::Field(earlier) => {
-                            earlier.node.response_key().node.as_str() != key
-                        }
-                        _ => false,
-                    })
-        })
+        is_plain(selection)
+            && selection.items.iter().all(|item| match &item.node {
+                Selection::Field(field) => unmerged(&field.node.selection_set.node),
+                _ => false,
+            })
     }
     // A fragment is used only by a spread, which `unmerged` refuses.
     document
@@ -184,7 +173,7 @@ type Object = IndexMap<Name, Value>;
 /// The selection's object with its keys in place when the selection is plain; `None` for
 /// async-graphql's own resolution.
 fn shape(ctx: &ContextSelectionSet<'_>) -> Option<Object> {
-    let work_out = || is_plain_selection(ctx).then(|| keys_of(&ctx.item.node));
+    let work_out = || is_plain(&ctx.item.node).then(|| keys_of(&ctx.item.node));
     let Some(shapes) = ctx.data_opt::<Shapes>() else {
         return work_out();
     };
@@ -207,11 +196,12 @@ fn keys_of(selection: &SelectionSet) -> Object {
     object
 }
 
-/// Fields only, each with its own response key and no directive. (`@skip` and `@include`
-/// are gone by now: async-graphql removes what they exclude before it executes.) The schema
-/// has no extension (`build_schema`), which would expect to see every field resolved.
-fn is_plain_selection(ctx: &ContextSelectionSet<'_>) -> bool {
-    let items = &ctx.item.node.items;
+/// Whether a selection (one level) is plain: fields only, each with its own response key and
+/// no directive. (During execution `@skip` and `@include` are gone already: async-graphql
+/// removes what they exclude before it executes.) The schema has no extension
+/// (`build_schema`), which would expect to see every field resolved.
+fn is_plain(selection: &SelectionSet) -> bool {
+    let items = &selection.items;
     items.iter().enumerate().all(|(i, selection)| {
         let Selection::Field(field) = &selection.node else {
             return false;
